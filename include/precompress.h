@@ -1,0 +1,237 @@
+/* precompress: write FILE.gz, FILE.br and FILE.zst beside static files.
+ *
+ * This is the only public header of libprecompress. Every public name starts
+ * with pc_ (macros PC_). The library never prints and never exits: functions
+ * return 0 or a negative errno-style code (pc_strerror() names it), and a run
+ * reports per file through callbacks made on the calling thread.
+ *
+ * The library uses libuv's process-global threadpool. pc_run() sets
+ * UV_THREADPOOL_SIZE before the pool's first use; an application that uses
+ * libuv's pool itself owns that knob and should set it first.
+ */
+#ifndef PRECOMPRESS_H
+#define PRECOMPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PC_BUILDING) && defined(__GNUC__)
+#define PC_EXTERN __attribute__((visibility("default")))
+#else
+#define PC_EXTERN
+#endif
+
+#define PC_VERSION_MAJOR 1
+#define PC_VERSION_MINOR 0
+#define PC_VERSION_PATCH 0
+#define PC_VERSION_STRING "1.0.0"
+
+/* Error codes. System errors are negated errno values (-ENOENT, ...), the
+ * same numbers libuv uses on Unix. The library's own start at -4000.
+ */
+#define PC_ERRNO_MAP(XX)                                                      \
+  XX(ECHANGED, -4001, "file changed while being read")                        \
+  XX(ECODEC, -4002, "compression library failed")                            \
+  XX(ENOTREG, -4003, "not a regular file")                                    \
+  XX(EOUTDIR, -4004, "output name is taken by a directory")                   \
+  XX(ENOZSTD, -4005, "built without zstd support")                            \
+  XX(EINTERRUPTED, -4006, "interrupted")
+
+enum {
+#define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
+  PC_ERRNO_MAP(PC__ERR_ENUM)
+#undef PC__ERR_ENUM
+  PC_ERR_MIN_ = -4100
+};
+
+/* Message for any code this library returns (never NULL; thread-safe). */
+PC_EXTERN const char *pc_strerror(int err);
+
+/* Output formats, in the order the manifest and the summary list them. */
+typedef enum pc_format {
+  PC_GZ = 0,
+  PC_BR = 1,
+  PC_ZST = 2,
+  PC_NFORMATS = 3
+} pc_format_t;
+
+#define PC_FMT_BIT(f) (1u << (f))
+
+/* File extension of a format without the dot ("gz", "br", "zst"). */
+PC_EXTERN const char *pc_format_ext(pc_format_t f);
+
+/* Why a file got no output at all. PC_SKIP_NONE means it was compressed
+ * (each format then says whether its output was kept).
+ */
+typedef enum pc_skip {
+  PC_SKIP_NONE = 0,
+  PC_SKIP_EXTENSION,   /* on the skip list, or a .gz/.br/.zst name */
+  PC_SKIP_EXCLUDED,    /* --exclude matched, or --include given and none did */
+  PC_SKIP_EMPTY,       /* 0 bytes */
+  PC_SKIP_MIN_SIZE,    /* smaller than --min-size */
+  PC_SKIP_SPECIAL,     /* FIFO, socket or device: never opened */
+  PC_SKIP_BROKEN_LINK, /* a symlink whose target cannot be reached */
+  PC_SKIP_RATIO,       /* compressed, and no format saved enough (summary) */
+  PC_SKIP_MAX_
+} pc_skip_t;
+
+/* Name used in the manifest and the summary ("extension", "ratio", ...). */
+PC_EXTERN const char *pc_skip_name(pc_skip_t s);
+
+/* What happened to one format's output of one file. */
+typedef enum pc_out_state {
+  PC_OUT_OFF = 0, /* format not enabled, or the file was not compressed */
+  PC_OUT_KEPT,    /* output written (or, in a dry run, would be) */
+  PC_OUT_RATIO,   /* compressed but not kept: saved too little */
+  PC_OUT_FAILED   /* the file failed; see pc_file_t.err */
+} pc_out_state_t;
+
+/* What a run does (or, in a dry run, would do) to the output's name. */
+typedef enum pc_action {
+  PC_ACT_NONE = 0, /* nothing there and nothing wanted */
+  PC_ACT_CREATE,   /* output missing: written */
+  PC_ACT_REPLACE,  /* output present but stale (mtime or size differs) */
+  PC_ACT_REFRESH,  /* output present and current: rewritten all the same */
+  PC_ACT_REMOVE    /* output present but no longer kept: removed */
+} pc_action_t;
+
+typedef struct pc_output {
+  pc_out_state_t state;
+  pc_action_t action;
+  uint64_t size; /* compressed size in bytes, when state is KEPT */
+} pc_output_t;
+
+/* One file's record, passed to on_file. Pointers are valid only during the
+ * callback.
+ */
+typedef struct pc_file {
+  const char *root;     /* the PATH this file was found under */
+  const char *path;     /* relative to root; the base name for a file PATH */
+  const char *fullpath; /* the name on disk */
+  uint64_t size;
+  int64_t mtime_ns;     /* 0 when unknown (special files, broken links) */
+  pc_skip_t skip;       /* PC_SKIP_NONE if compression ran (or failed) */
+  int err;              /* 0, or a negative code: the file failed */
+  const char *err_path; /* the name the error is about (source or output) */
+  pc_output_t out[PC_NFORMATS];
+} pc_file_t;
+
+/* Live figures for a progress display. Totals grow while the walk runs. */
+typedef struct pc_progress {
+  uint64_t files_done;  /* files finished (compressed, skipped or failed) */
+  uint64_t files_total; /* files found so far */
+  uint64_t bytes_done;  /* source bytes finished, of files to compress */
+  uint64_t bytes_total; /* source bytes found so far, of files to compress */
+  int walk_done;        /* 1 once the totals are final */
+} pc_progress_t;
+
+/* Totals of a run. */
+typedef struct pc_totals {
+  uint64_t files;      /* files recorded (everything but our own outputs) */
+  uint64_t bytes;      /* their total size */
+  uint64_t compressed; /* files with at least one output kept */
+  uint64_t skipped[PC_SKIP_MAX_]; /* files with no output, by reason */
+  uint64_t failed;     /* files that failed */
+  uint64_t changes;    /* outputs created, replaced as stale, or removed */
+  uint64_t removed;    /* outputs removed (or, dry run, to remove) */
+  int signo;           /* SIGINT or SIGTERM when the run was interrupted */
+  struct {
+    uint64_t files;     /* outputs kept */
+    uint64_t bytes_in;  /* source bytes of those files */
+    uint64_t bytes_out; /* output bytes kept */
+  } fmt[PC_NFORMATS];
+} pc_totals_t;
+
+typedef struct pc_options {
+  /* What to compress: directories (walked) and files. Not copied; must stay
+   * valid for the duration of pc_run().
+   */
+  const char *const *paths;
+  size_t npaths;
+
+  unsigned formats;           /* PC_FMT_BIT(PC_GZ) | ...; default gz and br */
+  int level[PC_NFORMATS];     /* gzip 1..9 (9), brotli 0..11 (11), zstd 1..19 (19) */
+
+  /* Keep rule: keep an output iff size > 0 and out * ratio_den <= in *
+   * ratio_num. Default 95/100, whitenoise's 0.95, exact in integers.
+   */
+  uint64_t ratio_num;
+  uint64_t ratio_den;
+  uint64_t min_size;          /* files smaller than this get nothing (1) */
+
+  /* Skip list: extensions without the dot, matched case-insensitively at the
+   * end of the name. NULL means the default list (pc_default_skip_ext()).
+   */
+  const char *const *skip_ext;
+  size_t nskip_ext;
+
+  /* Globs against the path relative to its root; '*' and '?' stop at '/',
+   * '**' spans directories, a glob without '/' is tried on the base name.
+   */
+  const char *const *include;
+  size_t ninclude;
+  const char *const *exclude;
+  size_t nexclude;
+
+  int follow;       /* enter symlinked directories */
+  unsigned jobs;    /* files compressed at once; 0 = pc_default_jobs() */
+  const char *manifest; /* write the JSON manifest here (NULL: none) */
+  int dry_run;      /* do everything but write, replace or remove */
+
+  /* Callbacks, all made on the thread that called pc_run(). */
+  void *data;
+  /* Each file once, in completion order. */
+  void (*on_file)(void *data, const pc_file_t *file);
+  /* Often while files finish, and at least every 200 ms. */
+  void (*on_progress)(void *data, const pc_progress_t *progress);
+  /* Errors not about one file (a directory that cannot be read, the
+   * manifest). path may be NULL.
+   */
+  void (*on_error)(void *data, const char *path, int err);
+} pc_options_t;
+
+/* Fills every field with its default. */
+PC_EXTERN void pc_options_init(pc_options_t *opts);
+
+/* The default skip list (NULL-terminated); *n receives its length. */
+PC_EXTERN const char *const *pc_default_skip_ext(size_t *n);
+
+/* CPUs this process may use: the affinity mask, capped by a cgroup CPU
+ * quota (v2 cpu.max or v1 cfs_quota/period), at least 1.
+ */
+PC_EXTERN unsigned pc_default_jobs(void);
+
+/* 1 if this build can write f. */
+PC_EXTERN int pc_format_available(pc_format_t f);
+
+/* Version strings of the libraries linked in ("zlib 1.2.13, brotli 1.0.9,
+ * libuv 1.44.2, zstd 1.5.4"). Static storage.
+ */
+PC_EXTERN const char *pc_library_versions(void);
+
+/* Runs the whole job: walk, compress, write, manifest.
+ *
+ * Returns 0 when the run completed (files may still have failed: see
+ * totals->failed and on_file), PC_EINTERRUPTED when a SIGINT or SIGTERM
+ * stopped it (totals then hold what was done), or another negative code when
+ * nothing could run (invalid options, no loop). totals may be NULL.
+ */
+PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
+
+/* Validates options without running. Returns 0 or -EINVAL; *what, when not
+ * NULL, receives a static phrase naming the bad field.
+ */
+PC_EXTERN int pc_options_check(const pc_options_t *opts, const char **what);
+
+/* Glob match used for --include/--exclude (exposed for tests and tools). */
+PC_EXTERN int pc_glob_match(const char *glob, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PRECOMPRESS_H */

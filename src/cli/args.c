@@ -1,0 +1,596 @@
+/* Table-driven argv parser (see args.h). Nothing here prints or exits. */
+#include "args.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum opt_id {
+  OPT_NO_GZIP,
+  OPT_NO_BROTLI,
+  OPT_ZSTD,
+  OPT_FORMATS,
+  OPT_GZIP_LEVEL,
+  OPT_BROTLI_QUALITY,
+  OPT_ZSTD_LEVEL,
+  OPT_MAX_RATIO,
+  OPT_MIN_SIZE,
+  OPT_SKIP_EXT,
+  OPT_INCLUDE,
+  OPT_EXCLUDE,
+  OPT_FOLLOW,
+  OPT_JOBS,
+  OPT_MANIFEST,
+  OPT_DRY_RUN,
+  OPT_CHECK,
+  OPT_QUIET,
+  OPT_VERBOSE,
+  OPT_PROGRESS,
+  OPT_JSON,
+  OPT_HELP,
+  OPT_VERSION
+} opt_id_t;
+
+typedef struct opt_def {
+  const char *name; /* long name without the dashes */
+  char short_name;  /* 0 when there is none */
+  int has_value;
+  opt_id_t id;
+} opt_def_t;
+
+/* Every option the program knows. Long names must be spelled in full: an
+ * abbreviation accepted today would break scripts when a new option makes
+ * it ambiguous.
+ */
+static const opt_def_t opt_table[] = {
+  {"no-gzip", 0, 0, OPT_NO_GZIP},
+  {"no-brotli", 0, 0, OPT_NO_BROTLI},
+  {"zstd", 0, 0, OPT_ZSTD},
+  {"formats", 0, 1, OPT_FORMATS},
+  {"gzip-level", 0, 1, OPT_GZIP_LEVEL},
+  {"brotli-quality", 0, 1, OPT_BROTLI_QUALITY},
+  {"zstd-level", 0, 1, OPT_ZSTD_LEVEL},
+  {"max-ratio", 0, 1, OPT_MAX_RATIO},
+  {"min-size", 0, 1, OPT_MIN_SIZE},
+  {"skip-ext", 0, 1, OPT_SKIP_EXT},
+  {"include", 0, 1, OPT_INCLUDE},
+  {"exclude", 0, 1, OPT_EXCLUDE},
+  {"follow", 0, 0, OPT_FOLLOW},
+  {"jobs", 'j', 1, OPT_JOBS},
+  {"manifest", 0, 1, OPT_MANIFEST},
+  {"dry-run", 'n', 0, OPT_DRY_RUN},
+  {"check", 0, 0, OPT_CHECK},
+  {"quiet", 'q', 0, OPT_QUIET},
+  {"verbose", 'v', 0, OPT_VERBOSE},
+  {"progress", 0, 1, OPT_PROGRESS},
+  {"json", 0, 0, OPT_JSON},
+  {"help", 'h', 0, OPT_HELP},
+  {"version", 'V', 0, OPT_VERSION},
+};
+
+#define OPT_COUNT (sizeof(opt_table) / sizeof(opt_table[0]))
+
+/* The parse state: the result being built and what an error message needs
+ * to name the option.
+ */
+typedef struct parser {
+  cli_args_t *args;
+  size_t npaths;
+  size_t ninclude;
+  size_t nexclude;
+  const char *zst_by;     /* the option that last enabled zst */
+  const char *formats_by; /* the option that last changed the formats */
+} parser_t;
+
+#if defined(__GNUC__)
+#define ARGS_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define ARGS_PRINTF(a, b)
+#endif
+
+static cli_status_t fail(cli_args_t *args, cli_status_t status,
+                         const char *fmt, ...) ARGS_PRINTF(3, 4);
+
+static cli_status_t fail(cli_args_t *args, cli_status_t status,
+                         const char *fmt, ...) {
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(args->err, sizeof(args->err), fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+/* Copies a user-supplied string for quoting in a message: control bytes
+ * become '?' so the message stays on one line, and long values are cut.
+ */
+static const char *shown(char *buf, size_t size, const char *s, size_t len) {
+  size_t i;
+  size_t n;
+
+  n = len < size - 4 ? len : size - 4;
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char) s[i];
+    buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char) c;
+  }
+  if (n < len) {
+    memcpy(buf + n, "...", 3);
+    n += 3;
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+static int parse_u64(const char **sp, uint64_t *out) {
+  const char *s = *sp;
+  uint64_t v = 0;
+
+  if (*s < '0' || *s > '9')
+    return -1;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    unsigned d = (unsigned) (*s - '0');
+    if (v > (UINT64_MAX - d) / 10)
+      return -1;
+    v = v * 10 + d;
+  }
+  *sp = s;
+  *out = v;
+  return 0;
+}
+
+int cli_parse_size(const char *s, uint64_t *out) {
+  uint64_t v;
+  unsigned shift = 0;
+
+  if (parse_u64(&s, &v))
+    return -1;
+  switch (*s) {
+  case '\0':
+    break;
+  case 'k':
+  case 'K':
+    shift = 10;
+    s++;
+    break;
+  case 'm':
+  case 'M':
+    shift = 20;
+    s++;
+    break;
+  case 'g':
+  case 'G':
+    shift = 30;
+    s++;
+    break;
+  default:
+    return -1;
+  }
+  if (*s != '\0')
+    return -1;
+  if (shift && v > (UINT64_MAX >> shift))
+    return -1;
+  *out = v << shift;
+  return 0;
+}
+
+int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den) {
+  uint64_t ip = 0;
+  uint64_t frac = 0;
+  uint64_t scale = 1;
+  int nint = 0;
+  int nfrac = 0;
+
+  /* The integer part saturates at 2: any value above 1 is refused, and
+   * saturating keeps "000001" exact without overflow.
+   */
+  for (; *s >= '0' && *s <= '9'; s++, nint++) {
+    ip = ip * 10 + (uint64_t) (*s - '0');
+    if (ip > 1)
+      ip = 2;
+  }
+  if (*s == '.') {
+    for (s++; *s >= '0' && *s <= '9'; s++, nfrac++) {
+      if (nfrac == 9)
+        return -1;
+      frac = frac * 10 + (uint64_t) (*s - '0');
+      scale *= 10;
+    }
+    if (nfrac == 0)
+      return -1;
+  }
+  if (*s != '\0' || (nint == 0 && nfrac == 0) || ip > 1)
+    return -1;
+  /* Not reduced: 0.95 stays 95/100, which reads back as written. */
+  *num = ip * scale + frac;
+  *den = scale;
+  if (*num == 0 || *num > *den)
+    return -1;
+  return 0;
+}
+
+static int parse_int_range(const char *s, long lo, long hi, long *out) {
+  uint64_t v;
+
+  if (parse_u64(&s, &v) || *s != '\0')
+    return -1;
+  if (v < (uint64_t) lo || v > (uint64_t) hi)
+    return -1;
+  *out = (long) v;
+  return 0;
+}
+
+static int format_from_name(const char *s, size_t len, pc_format_t *f) {
+  static const struct {
+    const char *name;
+    pc_format_t format;
+  } names[] = {
+    {"gz", PC_GZ}, {"gzip", PC_GZ},
+    {"br", PC_BR}, {"brotli", PC_BR},
+    {"zst", PC_ZST}, {"zstd", PC_ZST},
+  };
+  size_t i;
+
+  for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    if (strlen(names[i].name) == len && memcmp(names[i].name, s, len) == 0) {
+      *f = names[i].format;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static cli_status_t set_formats(parser_t *p, const char *value) {
+  cli_args_t *args = p->args;
+  const char *s = value;
+  unsigned formats = 0;
+  char buf[80];
+
+  /* Empty items are ignored ("gz,br," is fine); an empty list leaves no
+   * format, which the final check reports.
+   */
+  while (*s != '\0') {
+    size_t len = strcspn(s, ",");
+    pc_format_t f;
+
+    if (len > 0) {
+      if (format_from_name(s, len, &f))
+        return fail(args, CLI_EUSAGE,
+                    "unknown format '%s' in --formats: use gz, br, zst",
+                    shown(buf, sizeof(buf), s, len));
+      formats |= PC_FMT_BIT(f);
+    }
+    s += len;
+    if (*s == ',')
+      s++;
+  }
+  args->opts.formats = formats;
+  if (formats & PC_FMT_BIT(PC_ZST))
+    p->zst_by = "--formats";
+  return CLI_OK;
+}
+
+/* --skip-ext replaces the list each time it is given, like --formats. The
+ * value is copied once and cut in place at the commas.
+ */
+static cli_status_t set_skip_ext(parser_t *p, const char *value) {
+  cli_args_t *args = p->args;
+  const char **list;
+  char *buf;
+  char *s;
+  size_t n;
+
+  buf = strdup(value);
+  if (buf == NULL)
+    return fail(args, CLI_ENOMEM, "out of memory");
+  list = calloc(strlen(value) / 2 + 2, sizeof(*list));
+  if (list == NULL) {
+    free(buf);
+    return fail(args, CLI_ENOMEM, "out of memory");
+  }
+
+  n = 0;
+  s = buf;
+  for (;;) {
+    char *end = s + strcspn(s, ",");
+    int last = *end == '\0';
+
+    *end = '\0';
+    while (*s == '.')
+      s++;
+    if (*s != '\0')
+      list[n++] = s;
+    if (last)
+      break;
+    s = end + 1;
+  }
+  list[n] = NULL;
+
+  free(args->skip_buf);
+  free(args->skip_ext);
+  args->skip_buf = buf;
+  args->skip_ext = list;
+  args->opts.skip_ext = list; /* never NULL now: NULL means the default */
+  args->opts.nskip_ext = n;
+  return CLI_OK;
+}
+
+static cli_status_t bad_value(cli_args_t *args, const char *opt,
+                              const char *value, const char *expected) {
+  char buf[80];
+
+  return fail(args, CLI_EUSAGE, "invalid %s '%s': expected %s", opt,
+              shown(buf, sizeof(buf), value, strlen(value)), expected);
+}
+
+/* Applies one option. opt is the spelling used, for messages. */
+static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
+                          const char *value) {
+  cli_args_t *args = p->args;
+  pc_options_t *o = &args->opts;
+  long n;
+
+  switch (def->id) {
+  case OPT_NO_GZIP:
+    o->formats &= ~PC_FMT_BIT(PC_GZ);
+    p->formats_by = "--no-gzip";
+    break;
+  case OPT_NO_BROTLI:
+    o->formats &= ~PC_FMT_BIT(PC_BR);
+    p->formats_by = "--no-brotli";
+    break;
+  case OPT_ZSTD:
+    o->formats |= PC_FMT_BIT(PC_ZST);
+    p->zst_by = "--zstd";
+    p->formats_by = "--zstd";
+    break;
+  case OPT_FORMATS:
+    p->formats_by = "--formats";
+    return set_formats(p, value);
+  case OPT_GZIP_LEVEL:
+    if (parse_int_range(value, 1, 9, &n))
+      return bad_value(args, opt, value, "an integer 1..9");
+    o->level[PC_GZ] = (int) n;
+    break;
+  case OPT_BROTLI_QUALITY:
+    if (parse_int_range(value, 0, 11, &n))
+      return bad_value(args, opt, value, "an integer 0..11");
+    o->level[PC_BR] = (int) n;
+    break;
+  case OPT_ZSTD_LEVEL:
+    if (parse_int_range(value, 1, 19, &n))
+      return bad_value(args, opt, value, "an integer 1..19");
+    o->level[PC_ZST] = (int) n;
+    break;
+  case OPT_MAX_RATIO:
+    if (cli_parse_ratio(value, &o->ratio_num, &o->ratio_den))
+      return bad_value(args, opt, value,
+                       "a decimal 0 < R <= 1, at most 9 decimals");
+    break;
+  case OPT_MIN_SIZE:
+    if (cli_parse_size(value, &o->min_size))
+      return bad_value(args, opt, value, "a byte count such as 512 or 4k");
+    break;
+  case OPT_SKIP_EXT:
+    return set_skip_ext(p, value);
+  case OPT_INCLUDE:
+    args->include[p->ninclude++] = value;
+    o->include = args->include;
+    o->ninclude = p->ninclude;
+    break;
+  case OPT_EXCLUDE:
+    args->exclude[p->nexclude++] = value;
+    o->exclude = args->exclude;
+    o->nexclude = p->nexclude;
+    break;
+  case OPT_FOLLOW:
+    o->follow = 1;
+    break;
+  case OPT_JOBS:
+    if (parse_int_range(value, 1, 1024, &n))
+      return bad_value(args, opt, value, "an integer 1..1024");
+    o->jobs = (unsigned) n;
+    break;
+  case OPT_MANIFEST:
+    if (*value == '\0')
+      return fail(args, CLI_EUSAGE, "%s needs a file name", opt);
+    o->manifest = value;
+    break;
+  case OPT_DRY_RUN:
+    o->dry_run = 1;
+    break;
+  case OPT_CHECK:
+    args->check = 1;
+    o->dry_run = 1;
+    break;
+  case OPT_QUIET:
+    args->quiet = 1;
+    break;
+  case OPT_VERBOSE:
+    args->verbose = 1;
+    break;
+  case OPT_PROGRESS:
+    if (strcmp(value, "auto") == 0)
+      args->progress = CLI_PROGRESS_AUTO;
+    else if (strcmp(value, "always") == 0)
+      args->progress = CLI_PROGRESS_ALWAYS;
+    else if (strcmp(value, "never") == 0)
+      args->progress = CLI_PROGRESS_NEVER;
+    else
+      return bad_value(args, opt, value, "auto, always or never");
+    break;
+  case OPT_JSON:
+    args->json = 1;
+    break;
+  case OPT_HELP:
+    args->action = CLI_ACTION_HELP;
+    break;
+  case OPT_VERSION:
+    args->action = CLI_ACTION_VERSION;
+    break;
+  }
+  return CLI_OK;
+}
+
+static const opt_def_t *find_long(const char *name, size_t len) {
+  size_t i;
+
+  for (i = 0; i < OPT_COUNT; i++)
+    if (strlen(opt_table[i].name) == len &&
+        memcmp(opt_table[i].name, name, len) == 0)
+      return &opt_table[i];
+  return NULL;
+}
+
+static const opt_def_t *find_short(char c) {
+  size_t i;
+
+  for (i = 0; i < OPT_COUNT; i++)
+    if (opt_table[i].short_name != 0 && opt_table[i].short_name == c)
+      return &opt_table[i];
+  return NULL;
+}
+
+/* "--name", "--name=value" or "--name value". *i moves past a value taken
+ * from the next argument.
+ */
+static cli_status_t parse_long(parser_t *p, int argc, char *const *argv,
+                               int *i) {
+  const char *arg = argv[*i];
+  const char *name = arg + 2;
+  const char *eq = strchr(name, '=');
+  size_t len = eq != NULL ? (size_t) (eq - name) : strlen(name);
+  const opt_def_t *def;
+  const char *value = NULL;
+  char opt[48];
+  char buf[80];
+
+  def = find_long(name, len);
+  if (def == NULL)
+    return fail(p->args, CLI_EUSAGE, "unknown option '--%s'",
+                shown(buf, sizeof(buf), name, len));
+  snprintf(opt, sizeof(opt), "--%s", def->name);
+
+  if (def->has_value) {
+    if (eq != NULL)
+      value = eq + 1;
+    else if (*i + 1 < argc)
+      value = argv[++*i];
+    else
+      return fail(p->args, CLI_EUSAGE, "option '%s' needs a value", opt);
+  } else if (eq != NULL) {
+    return fail(p->args, CLI_EUSAGE, "option '%s' takes no value", opt);
+  }
+  return apply(p, def, opt, value);
+}
+
+/* "-qn", "-j4", "-j 4", "-qj4": flags bundle, and an option taking a value
+ * takes the rest of the argument or else the next one.
+ */
+static cli_status_t parse_short(parser_t *p, int argc, char *const *argv,
+                                int *i) {
+  const char *s = argv[*i] + 1;
+  cli_status_t status = CLI_OK;
+
+  for (; *s != '\0' && status == CLI_OK; s++) {
+    const opt_def_t *def = find_short(*s);
+    char opt[3] = {'-', *s, '\0'};
+    char buf[8];
+
+    if (def == NULL)
+      return fail(p->args, CLI_EUSAGE, "unknown option '-%s'",
+                  shown(buf, sizeof(buf), s, 1));
+    if (!def->has_value) {
+      status = apply(p, def, opt, NULL);
+      continue;
+    }
+    if (s[1] != '\0')
+      return apply(p, def, opt, s + 1);
+    if (*i + 1 >= argc)
+      return fail(p->args, CLI_EUSAGE, "option '%s' needs a value", opt);
+    return apply(p, def, opt, argv[++*i]);
+  }
+  return status;
+}
+
+/* The checks that need every option first. */
+static cli_status_t finish(parser_t *p) {
+  cli_args_t *args = p->args;
+
+  if (args->quiet && args->verbose)
+    return fail(args, CLI_EUSAGE,
+                "-q/--quiet and -v/--verbose cannot be used together");
+  if (args->opts.formats == 0)
+    return fail(args, CLI_EUSAGE, "no output format left after %s",
+                p->formats_by != NULL ? p->formats_by : "the options");
+  if ((args->opts.formats & PC_FMT_BIT(PC_ZST)) &&
+      !pc_format_available(PC_ZST))
+    return fail(args, CLI_ENOZSTD,
+                "%s: this build of precompress lacks zstd support",
+                p->zst_by != NULL ? p->zst_by : "--zstd");
+  if (p->npaths == 0)
+    return fail(args, CLI_EUSAGE, "no PATH given");
+  return CLI_OK;
+}
+
+cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv) {
+  parser_t p;
+  cli_status_t status = CLI_OK;
+  size_t cap;
+  int only_paths = 0;
+  int i;
+
+  memset(args, 0, sizeof(*args));
+  pc_options_init(&args->opts);
+  memset(&p, 0, sizeof(p));
+  p.args = args;
+
+  /* No list can hold more entries than there are arguments. */
+  cap = argc > 0 ? (size_t) argc : 1;
+  args->paths = calloc(cap, sizeof(*args->paths));
+  args->include = calloc(cap, sizeof(*args->include));
+  args->exclude = calloc(cap, sizeof(*args->exclude));
+  if (args->paths == NULL || args->include == NULL || args->exclude == NULL)
+    return fail(args, CLI_ENOMEM, "out of memory");
+
+  for (i = 1; i < argc && status == CLI_OK; i++) {
+    const char *arg = argv[i];
+
+    if (only_paths || arg[0] != '-' || arg[1] == '\0') {
+      /* A lone "-" is a name like any other: there is no stdin mode. */
+      args->paths[p.npaths++] = arg;
+    } else if (strcmp(arg, "--") == 0) {
+      only_paths = 1;
+    } else if (arg[1] == '-') {
+      status = parse_long(&p, argc, argv, &i);
+    } else {
+      status = parse_short(&p, argc, argv, &i);
+    }
+    /* --help and --version end the parse: what follows does not matter. */
+    if (status == CLI_OK && args->action != CLI_ACTION_RUN)
+      return CLI_OK;
+  }
+  if (status != CLI_OK)
+    return status;
+
+  args->opts.paths = args->paths;
+  args->opts.npaths = p.npaths;
+  return finish(&p);
+}
+
+void cli_args_free(cli_args_t *args) {
+  free(args->paths);
+  free(args->include);
+  free(args->exclude);
+  free(args->skip_ext);
+  free(args->skip_buf);
+  args->paths = NULL;
+  args->include = NULL;
+  args->exclude = NULL;
+  args->skip_ext = NULL;
+  args->skip_buf = NULL;
+  args->opts.paths = NULL;
+  args->opts.include = NULL;
+  args->opts.exclude = NULL;
+  args->opts.skip_ext = NULL;
+}

@@ -1,0 +1,77 @@
+/* Command-line parsing for the precompress program.
+ *
+ * cli_args_parse() turns argv into a pc_options_t plus the settings only the
+ * program has (verbosity, progress, JSON). It never prints and never exits:
+ * it returns a status and leaves a one-line phrase in args->err, so main()
+ * decides what to print and a fuzzer can drive it with any argv.
+ */
+#ifndef PC_CLI_ARGS_H
+#define PC_CLI_ARGS_H
+
+#include "precompress.h"
+
+typedef enum cli_status {
+  CLI_OK = 0,
+  CLI_EUSAGE,  /* bad usage: err holds the problem, exit 2 with a hint */
+  CLI_ENOZSTD, /* zstd asked for but not built in: err holds the message */
+  CLI_ENOMEM   /* out of memory */
+} cli_status_t;
+
+typedef enum cli_action {
+  CLI_ACTION_RUN = 0,
+  CLI_ACTION_HELP,
+  CLI_ACTION_VERSION
+} cli_action_t;
+
+typedef enum cli_progress {
+  CLI_PROGRESS_AUTO = 0,
+  CLI_PROGRESS_ALWAYS,
+  CLI_PROGRESS_NEVER
+} cli_progress_t;
+
+#define CLI_ERR_SIZE 256
+
+typedef struct cli_args {
+  /* What to hand to pc_run(). Its lists point into the storage below or
+   * into argv, so argv must outlive this struct.
+   */
+  pc_options_t opts;
+
+  cli_action_t action;
+  int quiet;
+  int verbose;
+  int json;
+  int check;           /* --check; opts.dry_run is set too */
+  cli_progress_t progress;
+
+  /* Storage owned by this struct, released by cli_args_free(). */
+  const char **paths;
+  const char **include;
+  const char **exclude;
+  const char **skip_ext;
+  char *skip_buf;
+
+  char err[CLI_ERR_SIZE]; /* the problem, when the status is not CLI_OK */
+} cli_args_t;
+
+/* Parses argv[1..argc-1] into args, which needs no initialisation. Options
+ * apply in the order given. On CLI_OK with action CLI_ACTION_RUN, at least
+ * one PATH and one format are set. Whatever the status, call
+ * cli_args_free() afterwards.
+ */
+cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv);
+
+/* Releases what cli_args_parse() allocated. Safe to call twice. */
+void cli_args_free(cli_args_t *args);
+
+/* Parses a --max-ratio value: a decimal 0 < R <= 1 with at most 9 decimals,
+ * exactly ("0.95" gives 95/100). Returns 0 or -1.
+ */
+int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den);
+
+/* Parses a byte count: digits with an optional k, M or G suffix (powers of
+ * 1024). Returns 0 or -1 (malformed or over 2^64 - 1).
+ */
+int cli_parse_size(const char *s, uint64_t *out);
+
+#endif /* PC_CLI_ARGS_H */

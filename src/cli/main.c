@@ -1,0 +1,279 @@
+/* precompress: the program. Parses argv, checks the PATHs, makes one call
+ * to pc_run() and turns its result into messages and an exit status:
+ *
+ *   0    everything done (files skipped by the rules are not errors)
+ *   1    a file failed, or --check found missing, stale or unwanted outputs
+ *   2    bad usage, or nothing could run
+ *   128+N  stopped by signal N (130 SIGINT, 143 SIGTERM)
+ */
+#include "args.h"
+#include "report.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#define EXIT_OK 0
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+
+/* "0.95" for 95/100: exact when den is a power of ten, which is all the
+ * parser produces; anything else gets a close decimal.
+ */
+static void format_ratio(char *buf, size_t size, uint64_t num, uint64_t den) {
+  uint64_t scale = 1;
+  int digits = 0;
+
+  while (scale < den && digits < 19) {
+    scale *= 10;
+    digits++;
+  }
+  if (den == 0 || scale != den) {
+    snprintf(buf, size, "%.9g", den != 0 ? (double) num / (double) den : 0.0);
+    return;
+  }
+  if (digits == 0) {
+    snprintf(buf, size, "%llu", (unsigned long long) num);
+    return;
+  }
+  snprintf(buf, size, "%llu.%0*llu", (unsigned long long) (num / den), digits,
+           (unsigned long long) (num % den));
+}
+
+static void print_skip_list(FILE *f) {
+  const char *const *ext;
+  size_t col = 2;
+  size_t n;
+  size_t i;
+
+  ext = pc_default_skip_ext(&n);
+  fputs("  ", f);
+  for (i = 0; i < n; i++) {
+    size_t len = strlen(ext[i]);
+
+    if (col > 2 && col + 1 + len > 78) {
+      fputs("\n  ", f);
+      col = 2;
+    }
+    if (col > 2) {
+      fputc(' ', f);
+      col++;
+    }
+    fputs(ext[i], f);
+    col += len;
+  }
+  fputc('\n', f);
+}
+
+static void print_help(FILE *f) {
+  pc_options_t d;
+  char ratio[48];
+  const char *zstd_note;
+  const char *sep = "";
+  int i;
+
+  pc_options_init(&d);
+  format_ratio(ratio, sizeof(ratio), d.ratio_num, d.ratio_den);
+  zstd_note = pc_format_available(PC_ZST) ? "" : " (not in this build)";
+
+  fputs("Usage: precompress [OPTIONS] PATH...\n"
+        "Write FILE.gz and FILE.br (and FILE.zst when asked) beside every "
+        "file worth\n"
+        "compressing under each PATH, a directory (walked) or a file.\n"
+        "\nFormats:\n"
+        "      --no-gzip             do not write .gz\n"
+        "      --no-brotli           do not write .br\n",
+        f);
+  fprintf(f, "      --zstd                also write .zst%s\n", zstd_note);
+  fputs("      --formats LIST        write exactly these: a comma list of "
+        "gz, br, zst\n"
+        "                            [default: ",
+        f);
+  for (i = 0; i < PC_NFORMATS; i++) {
+    if (d.formats & PC_FMT_BIT(i)) {
+      fprintf(f, "%s%s", sep, pc_format_ext((pc_format_t) i));
+      sep = ",";
+    }
+  }
+  fputs("]\n", f);
+  fprintf(f,
+          "\nLevels:\n"
+          "      --gzip-level N        gzip level, 1..9 [default: %d]\n"
+          "      --brotli-quality N    brotli quality, 0..11 [default: %d]\n"
+          "      --zstd-level N        zstd level, 1..19 [default: %d]\n",
+          d.level[PC_GZ], d.level[PC_BR], d.level[PC_ZST]);
+  fprintf(f,
+          "\nKeep rule:\n"
+          "      --max-ratio R         keep an output only if compressed <= "
+          "R * original,\n"
+          "                            0 < R <= 1 [default: %s]\n"
+          "      --min-size N          no output for files under N bytes "
+          "(4k, 2M, 1G)\n"
+          "                            [default: %llu]\n",
+          ratio, (unsigned long long) d.min_size);
+  fputs("\nSelection:\n"
+        "      --skip-ext LIST       never compress these extensions (a comma "
+        "list);\n"
+        "                            replaces the default list below; '' "
+        "skips nothing\n"
+        "      --include GLOB        only files matching GLOB (repeatable)\n"
+        "      --exclude GLOB        not files matching GLOB (repeatable)\n"
+        "                            globs match the path below its PATH; "
+        "'**' spans\n"
+        "                            directories; without '/' the base "
+        "name\n"
+        "      --follow              enter symlinked directories\n",
+        f);
+  fprintf(f,
+          "\nWork:\n"
+          "  -j, --jobs N              files compressed at once, 1..1024 "
+          "[default: %u]\n"
+          "      --manifest FILE       write a JSON manifest of the run to "
+          "FILE\n"
+          "  -n, --dry-run             compress but change nothing; list "
+          "what would change\n"
+          "      --check               list missing, stale or unwanted "
+          "outputs; exit 1\n"
+          "                            if there is any\n",
+          pc_default_jobs());
+  fputs("\nOutput:\n"
+        "  -q, --quiet               no summary, no progress; errors still "
+        "shown\n"
+        "  -v, --verbose             one line per file on stdout\n"
+        "      --progress WHEN       auto, always or never [default: auto: "
+        "when stderr\n"
+        "                            is a terminal]\n"
+        "      --json                the summary as one JSON object on "
+        "stdout\n"
+        "\nMisc:\n"
+        "  -h, --help                show this help\n"
+        "  -V, --version             show the version and the libraries "
+        "linked\n"
+        "\nDefault skip list (case-insensitive, end of name; .gz, .br and "
+        ".zst files\n"
+        "are never inputs):\n",
+        f);
+  print_skip_list(f);
+  fputs("\nExit status: 0 done; 1 a file failed or --check found changes; "
+        "2 bad usage;\n"
+        "130 interrupted (143 on SIGTERM).\n",
+        f);
+}
+
+/* Every PATH must exist before any work starts, so that a typo does not
+ * leave a half-done run behind. All missing ones are named.
+ */
+static int check_paths(const cli_args_t *args) {
+  struct stat st;
+  size_t i;
+  int bad = 0;
+
+  for (i = 0; i < args->opts.npaths; i++) {
+    if (stat(args->opts.paths[i], &st) != 0) {
+      cli_report_msg(NULL, "%s: %s", args->opts.paths[i], strerror(errno));
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+
+  if (getrusage(RUSAGE_SELF, &ru) != 0)
+    return 0;
+  return (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 +
+         (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Output the user asked for that did not reach stdout (a full disk, a
+ * closed pipe) makes the run a failure.
+ */
+static int finish_stdout(int status) {
+  if (fflush(stdout) == 0 && !ferror(stdout))
+    return status;
+  cli_report_msg(NULL, "error writing to standard output: %s",
+                 strerror(errno));
+  return status == EXIT_OK ? EXIT_FAILED : status;
+}
+
+int main(int argc, char **argv) {
+  cli_args_t args;
+  cli_report_t report;
+  pc_totals_t totals;
+  uint64_t start_ns = cli_now_ns();
+  const char *what = NULL;
+  int status = EXIT_USAGE;
+  int rc;
+
+  switch (cli_args_parse(&args, argc, argv)) {
+  case CLI_OK:
+    break;
+  case CLI_EUSAGE:
+    cli_report_msg(NULL, "%s (see 'precompress --help')", args.err);
+    goto out;
+  case CLI_ENOZSTD:
+  case CLI_ENOMEM:
+    cli_report_msg(NULL, "%s", args.err);
+    goto out;
+  }
+
+  if (args.action == CLI_ACTION_HELP) {
+    print_help(stdout);
+    status = EXIT_OK;
+    goto out;
+  }
+  if (args.action == CLI_ACTION_VERSION) {
+    printf("precompress %s (%s)\n", PC_VERSION_STRING,
+           pc_library_versions());
+    status = EXIT_OK;
+    goto out;
+  }
+
+  if (check_paths(&args))
+    goto out;
+
+  cli_report_init(&report, &args, cli_now_ns());
+  args.opts.data = &report;
+  args.opts.on_file = cli_report_file;
+  args.opts.on_progress = cli_report_progress;
+  args.opts.on_error = cli_report_error;
+
+  if (pc_options_check(&args.opts, &what) != 0) {
+    cli_report_msg(NULL, "invalid options: %s (see 'precompress --help')",
+                   what != NULL ? what : "unknown");
+    goto out;
+  }
+
+  memset(&totals, 0, sizeof(totals));
+  rc = pc_run(&args.opts, &totals);
+  cli_report_clear(&report);
+
+  if (rc == 0) {
+    if (totals.failed > 0 ||
+        (args.check && (totals.changes > 0 || report.listed > 0)))
+      status = EXIT_FAILED;
+    else
+      status = EXIT_OK;
+  } else if (rc == PC_EINTERRUPTED) {
+    cli_report_msg(&report, "%s", pc_strerror(rc));
+    status = 128 + (totals.signo > 0 ? totals.signo : SIGINT);
+  } else {
+    /* Nothing could run: there is no summary worth printing. */
+    cli_report_msg(&report, "%s", pc_strerror(rc));
+    status = EXIT_USAGE;
+    goto out;
+  }
+
+  cli_report_summary(&report, &totals,
+                     (double) (cli_now_ns() - start_ns) / 1e9, cpu_seconds(),
+                     status);
+
+out:
+  status = finish_stdout(status);
+  cli_args_free(&args);
+  return status;
+}

@@ -1,0 +1,396 @@
+/* Messages, per-file lines, the progress line and the summary (report.h). */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Redraw the progress line at most this often (10 times a second). */
+#define PROGRESS_INTERVAL_NS 100000000u
+
+uint64_t cli_now_ns(void) {
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+char *cli_human_bytes(char *buf, size_t size, uint64_t n) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
+                                      "EiB"};
+  double v;
+  size_t u = 0;
+
+  if (n < 1024) {
+    snprintf(buf, size, "%" PRIu64 " B", n);
+    return buf;
+  }
+  /* Move up a unit when one decimal would round to 1024.0 ("1.0 MiB" reads
+   * better than "1024.0 KiB").
+   */
+  v = (double) n / 1024.0;
+  while (v >= 1023.95 && u + 1 < sizeof(units) / sizeof(units[0])) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, size, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+void cli_report_init(cli_report_t *r, const cli_args_t *args,
+                     uint64_t start_ns) {
+  memset(r, 0, sizeof(*r));
+  r->args = args;
+  r->formats = args->opts.formats;
+  r->start_ns = start_ns;
+  r->stdout_tty = isatty(STDOUT_FILENO);
+  switch (args->progress) {
+  case CLI_PROGRESS_ALWAYS:
+    r->progress = 1;
+    break;
+  case CLI_PROGRESS_NEVER:
+    r->progress = 0;
+    break;
+  case CLI_PROGRESS_AUTO:
+    r->progress = !args->quiet && isatty(STDERR_FILENO);
+    break;
+  }
+}
+
+void cli_report_clear(cli_report_t *r) {
+  if (r == NULL || r->shown == 0)
+    return;
+  fprintf(stderr, "\r%*s\r", (int) r->shown, "");
+  r->shown = 0;
+}
+
+/* Called before a line goes to stdout. The progress line only has to go
+ * when stdout is the terminal it is drawn on.
+ */
+static void before_stdout(cli_report_t *r) {
+  if (r->stdout_tty)
+    cli_report_clear(r);
+}
+
+void cli_report_msg(cli_report_t *r, const char *fmt, ...) {
+  va_list ap;
+
+  cli_report_clear(r);
+  /* Lines already written to a buffered stdout go first, so that a log
+   * taking both streams keeps them in order.
+   */
+  fflush(stdout);
+  va_start(ap, fmt);
+  fputs("precompress: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static int any_kept(const pc_file_t *f) {
+  int i;
+
+  for (i = 0; i < PC_NFORMATS; i++)
+    if (f->out[i].state == PC_OUT_KEPT)
+      return 1;
+  return 0;
+}
+
+static void verbose_line(cli_report_t *r, const pc_file_t *f) {
+  const char *sep = " ";
+  int i;
+
+  /* A failed file has its line on stderr already. */
+  if (f->err != 0)
+    return;
+  before_stdout(r);
+  if (f->skip != PC_SKIP_NONE) {
+    printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(f->skip));
+    return;
+  }
+  if (!any_kept(f)) {
+    printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(PC_SKIP_RATIO));
+    return;
+  }
+  printf("compressed %s (%" PRIu64 " ->", f->fullpath, f->size);
+  for (i = 0; i < PC_NFORMATS; i++) {
+    const pc_output_t *o = &f->out[i];
+
+    if (o->state == PC_OUT_KEPT) {
+      printf("%s%s %" PRIu64, sep, pc_format_ext((pc_format_t) i), o->size);
+      sep = ", ";
+    } else if (o->state == PC_OUT_RATIO) {
+      printf("%s%s ratio", sep, pc_format_ext((pc_format_t) i));
+      sep = ", ";
+    }
+  }
+  fputs(")\n", stdout);
+}
+
+/* The dry-run listing says what a real run would do to each output name;
+ * --check lists only what a real run would change.
+ */
+static const char *action_word(pc_action_t a, int check) {
+  switch (a) {
+  case PC_ACT_CREATE:
+    return check ? "missing" : "would write";
+  case PC_ACT_REPLACE:
+    return check ? "stale" : "would replace";
+  case PC_ACT_REFRESH:
+    return check ? NULL : "would replace";
+  case PC_ACT_REMOVE:
+    return check ? "unwanted" : "would remove";
+  case PC_ACT_NONE:
+    break;
+  }
+  return NULL;
+}
+
+static void listing_lines(cli_report_t *r, const pc_file_t *f) {
+  int i;
+
+  for (i = 0; i < PC_NFORMATS; i++) {
+    const char *word = action_word(f->out[i].action, r->args->check);
+
+    if (word == NULL)
+      continue;
+    before_stdout(r);
+    printf("%s %s.%s\n", word, f->fullpath, pc_format_ext((pc_format_t) i));
+    r->listed++;
+  }
+}
+
+void cli_report_file(void *data, const pc_file_t *file) {
+  cli_report_t *r = data;
+
+  if (file->err != 0)
+    cli_report_msg(r, "%s: %s",
+                   file->err_path != NULL ? file->err_path : file->fullpath,
+                   pc_strerror(file->err));
+  if (r->args->verbose)
+    verbose_line(r, file);
+  if (r->args->opts.dry_run)
+    listing_lines(r, file);
+}
+
+void cli_report_error(void *data, const char *path, int err) {
+  cli_report_t *r = data;
+
+  if (path != NULL)
+    cli_report_msg(r, "%s: %s", path, pc_strerror(err));
+  else
+    cli_report_msg(r, "%s", pc_strerror(err));
+}
+
+static size_t terminal_columns(void) {
+  struct winsize ws;
+
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  return 80;
+}
+
+static void format_eta(char *buf, size_t size, double s) {
+  unsigned long t = (unsigned long) (s + 0.5);
+
+  if (t >= 3600)
+    snprintf(buf, size, "%lu:%02lu:%02lu", t / 3600, t / 60 % 60, t % 60);
+  else
+    snprintf(buf, size, "%lu:%02lu", t / 60, t % 60);
+}
+
+/* Draws the line "[#####.....]  45%  123/456 files  1.2 MiB/3.4 MiB
+ * 8.1 MiB/s  ETA 0:04". Until the walk is done the totals still grow, so
+ * there is no bar, percentage or ETA, only "scanning".
+ */
+static void progress_draw(cli_report_t *r, const pc_progress_t *p,
+                          uint64_t now) {
+  char line[512];
+  char rest[256];
+  char done[32];
+  char total[32];
+  char rate[40];
+  char eta[32];
+  double elapsed = (double) (now - r->start_ns) / 1e9;
+  double bps = 0;
+  size_t cols = terminal_columns();
+  size_t n;
+  int len;
+
+  cli_human_bytes(done, sizeof(done), p->bytes_done);
+  cli_human_bytes(total, sizeof(total), p->bytes_total);
+  if (elapsed >= 0.2 && p->bytes_done > 0) {
+    bps = (double) p->bytes_done / elapsed;
+    cli_human_bytes(rate, sizeof(rate), (uint64_t) bps);
+    strcat(rate, "/s");
+  } else {
+    strcpy(rate, "-- B/s");
+  }
+  if (!p->walk_done)
+    strcpy(eta, "scanning");
+  else if (bps > 0 && p->bytes_total >= p->bytes_done) {
+    memcpy(eta, "ETA ", 4);
+    format_eta(eta + 4, sizeof(eta) - 4,
+               (double) (p->bytes_total - p->bytes_done) / bps);
+  } else
+    strcpy(eta, "ETA --");
+
+  len = snprintf(rest, sizeof(rest),
+                 "%" PRIu64 "/%" PRIu64 " files  %s/%s  %s  %s",
+                 p->files_done, p->files_total, done, total, rate, eta);
+  n = len > 0 ? (size_t) len : 0;
+
+  if (p->walk_done) {
+    uint64_t pct_done = p->bytes_total > 0 ? p->bytes_done : p->files_done;
+    uint64_t pct_total = p->bytes_total > 0 ? p->bytes_total : p->files_total;
+    unsigned pct = pct_total > 0 ? (unsigned) (pct_done * 100 / pct_total)
+                                 : 100;
+    size_t width = 20;
+    char bar[24];
+    size_t fill;
+
+    if (pct > 100)
+      pct = 100;
+    /* The bar goes first when the terminal is wide enough for it. */
+    if (n + width + 9 < cols) {
+      fill = width * pct / 100;
+      memset(bar, '#', fill);
+      memset(bar + fill, '.', width - fill);
+      bar[width] = '\0';
+      len = snprintf(line, sizeof(line), "[%s] %3u%%  %s", bar, pct, rest);
+    } else {
+      len = snprintf(line, sizeof(line), "%3u%%  %s", pct, rest);
+    }
+  } else {
+    len = snprintf(line, sizeof(line), "%s", rest);
+  }
+  n = len > 0 ? (size_t) len : 0;
+  if (n >= sizeof(line))
+    n = sizeof(line) - 1;
+  /* Never reach the last column: a wrapped line cannot be redrawn. */
+  if (cols > 1 && n > cols - 1)
+    n = cols - 1;
+
+  if (r->stdout_tty)
+    fflush(stdout);
+  fprintf(stderr, "\r%.*s", (int) n, line);
+  if (r->shown > n)
+    fprintf(stderr, "%*s", (int) (r->shown - n), "");
+  r->shown = n;
+  r->last_draw_ns = now;
+}
+
+void cli_report_progress(void *data, const pc_progress_t *progress) {
+  cli_report_t *r = data;
+  uint64_t now;
+
+  if (!r->progress)
+    return;
+  now = cli_now_ns();
+  /* A line printed since the last draw removed the bar: bring it back at
+   * once, so that it stays below the lines it follows.
+   */
+  if (r->shown != 0 && now - r->last_draw_ns < PROGRESS_INTERVAL_NS)
+    return;
+  progress_draw(r, progress, now);
+}
+
+static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
+                         double cpu_s, int exit_status) {
+  const char *sep = "";
+  int i;
+
+  printf("{\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
+         ",\"compressed\":%" PRIu64 ",\"skipped\":{",
+         t->files, t->bytes, t->compressed);
+  for (i = PC_SKIP_NONE + 1; i < PC_SKIP_MAX_; i++) {
+    printf("%s\"%s\":%" PRIu64, sep, pc_skip_name((pc_skip_t) i),
+           t->skipped[i]);
+    sep = ",";
+  }
+  printf("},\"failed\":%" PRIu64 ",\"changes\":%" PRIu64
+         ",\"removed\":%" PRIu64 ",\"formats\":{",
+         t->failed, t->changes, t->removed);
+  sep = "";
+  for (i = 0; i < PC_NFORMATS; i++) {
+    if (!(r->formats & PC_FMT_BIT(i)))
+      continue;
+    printf("%s\"%s\":{\"files\":%" PRIu64 ",\"bytes_in\":%" PRIu64
+           ",\"bytes_out\":%" PRIu64 "}",
+           sep, pc_format_ext((pc_format_t) i), t->fmt[i].files,
+           t->fmt[i].bytes_in, t->fmt[i].bytes_out);
+    sep = ",";
+  }
+  printf("},\"dry_run\":%s,\"wall_s\":%.3f,\"cpu_s\":%.3f,\"exit\":%d}\n",
+         r->args->opts.dry_run ? "true" : "false", wall_s, cpu_s,
+         exit_status);
+}
+
+/* "42 files, 30 compressed, 10 skipped (6 extension, 3 ratio, 1 empty),
+ * 2 failed; gz 1.2 MiB -> 300.5 KiB, br 1.2 MiB -> 250.1 KiB; 1.23 s".
+ * Reasons go largest first, zero counts left out.
+ */
+static void summary_line(cli_report_t *r, const pc_totals_t *t,
+                         double wall_s) {
+  char reasons[PC_SKIP_MAX_ * 40];
+  char in[32];
+  char out[32];
+  int used[PC_SKIP_MAX_] = {0};
+  uint64_t skipped = 0;
+  size_t len = 0;
+  const char *sep = "";
+  int i;
+
+  reasons[0] = '\0';
+  for (i = PC_SKIP_NONE + 1; i < PC_SKIP_MAX_; i++)
+    skipped += t->skipped[i];
+  for (;;) {
+    int best = -1;
+
+    for (i = PC_SKIP_NONE + 1; i < PC_SKIP_MAX_; i++)
+      if (!used[i] && t->skipped[i] > 0 &&
+          (best < 0 || t->skipped[i] > t->skipped[best]))
+        best = i;
+    if (best < 0)
+      break;
+    used[best] = 1;
+    len += (size_t) snprintf(reasons + len, sizeof(reasons) - len,
+                             "%s%" PRIu64 " %s", sep, t->skipped[best],
+                             pc_skip_name((pc_skip_t) best));
+    sep = ", ";
+  }
+
+  fprintf(stderr,
+          "precompress: %s%" PRIu64 " files, %" PRIu64 " compressed, %" PRIu64
+          " skipped%s%s%s, %" PRIu64 " failed",
+          r->args->opts.dry_run ? "dry run: " : "", t->files, t->compressed,
+          skipped, len > 0 ? " (" : "", reasons, len > 0 ? ")" : "",
+          t->failed);
+  if (r->args->opts.dry_run)
+    fprintf(stderr, ", %" PRIu64 " changes", t->changes);
+  sep = "; ";
+  for (i = 0; i < PC_NFORMATS; i++) {
+    if (!(r->formats & PC_FMT_BIT(i)))
+      continue;
+    fprintf(stderr, "%s%s %s -> %s", sep, pc_format_ext((pc_format_t) i),
+            cli_human_bytes(in, sizeof(in), t->fmt[i].bytes_in),
+            cli_human_bytes(out, sizeof(out), t->fmt[i].bytes_out));
+    sep = ", ";
+  }
+  fprintf(stderr, "; %.2f s\n", wall_s);
+}
+
+void cli_report_summary(cli_report_t *r, const pc_totals_t *totals,
+                        double wall_s, double cpu_s, int exit_status) {
+  cli_report_clear(r);
+  if (r->args->json) {
+    summary_json(r, totals, wall_s, cpu_s, exit_status);
+  } else if (!r->args->quiet) {
+    fflush(stdout);
+    summary_line(r, totals, wall_s);
+  }
+}

@@ -1,0 +1,278 @@
+/* gzip, brotli and zstd behind pc__enc_t.
+ *
+ * gzip is raw deflate (windowBits -15, memLevel 8, default strategy) in a
+ * header we write ourselves, 1f 8b 08 00 00000000 XFL ff: no name, mtime 0,
+ * OS 255, XFL as CPython writes it. zlib's own gzip wrapper writes OS 3, so
+ * this is what makes .gz byte-identical to whitenoise's (Python's GzipFile).
+ * brotli is set up the way Python's brotli.compress() sets it up (quality,
+ * lgwin 22, generic mode, lgblock 0), with the size hint brotli would derive
+ * from a whole-input call, so feeding it in chunks gives the same bytes.
+ */
+#include "codec.h"
+
+#include <brotli/encode.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#if PC_HAVE_ZSTD
+/* For ZSTD_getCParams(), exported by the shared library since 1.4. */
+#define ZSTD_STATIC_LINKING_ONLY
+#include <zstd.h>
+#endif
+
+/* Output is produced in steps of this much buffer growth. */
+#define OUT_STEP (64 * 1024)
+
+struct pc__enc {
+  pc_format_t fmt;
+  int finished;
+  union {
+    struct {
+      z_stream z;
+      uLong crc;
+      uint32_t isize; /* input size mod 2^32, as the trailer wants */
+      int xfl;
+      int header_done;
+    } gz;
+    BrotliEncoderState *br;
+#if PC_HAVE_ZSTD
+    ZSTD_CCtx *zst;
+#endif
+  } u;
+};
+
+static int gz_init(pc__enc_t *e, int level) {
+  memset(&e->u.gz.z, 0, sizeof(e->u.gz.z));
+  if (deflateInit2(&e->u.gz.z, level, Z_DEFLATED, -MAX_WBITS, 8,
+                   Z_DEFAULT_STRATEGY) != Z_OK)
+    return PC_ECODEC;
+  e->u.gz.crc = crc32(0L, Z_NULL, 0);
+  /* CPython's GzipFile: 2 for the best level, 4 for the fastest. */
+  e->u.gz.xfl = level == 9 ? 2 : level == 1 ? 4 : 0;
+  return 0;
+}
+
+static int gz_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
+                   pc__buf_t *dst) {
+  z_stream *z = &e->u.gz.z;
+  int flush = last ? Z_FINISH : Z_NO_FLUSH, ret, err;
+
+  if (!e->u.gz.header_done) {
+    const unsigned char hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0,
+                                   (unsigned char)e->u.gz.xfl, 0xff};
+    if ((err = pc__buf_append(dst, hdr, sizeof(hdr))) != 0)
+      return err;
+    e->u.gz.header_done = 1;
+  }
+  /* zlib counts in uInt; feed huge chunks in slices. */
+  do {
+    uInt take = n > (1u << 30) ? (1u << 30) : (uInt)n;
+    int f = take == n ? flush : Z_NO_FLUSH;
+    e->u.gz.crc = crc32(e->u.gz.crc, in, take);
+    e->u.gz.isize += (uint32_t)take;
+    z->next_in = (Bytef *)in;
+    z->avail_in = take;
+    do {
+      size_t room;
+      if ((err = pc__buf_reserve(dst, OUT_STEP)) != 0)
+        return err;
+      room = dst->cap - dst->len;
+      if (room > (1u << 30))
+        room = 1u << 30;
+      z->next_out = dst->data + dst->len;
+      z->avail_out = (uInt)room;
+      ret = deflate(z, f);
+      if (ret == Z_STREAM_ERROR)
+        return PC_ECODEC;
+      dst->len += room - z->avail_out;
+    } while (z->avail_out == 0 || (f == Z_FINISH && ret != Z_STREAM_END));
+    in += take;
+    n -= take;
+  } while (n > 0);
+
+  if (last) {
+    unsigned char tr[8];
+    uint32_t crc = (uint32_t)e->u.gz.crc, sz = e->u.gz.isize;
+    int i;
+    for (i = 0; i < 4; i++) {
+      tr[i] = (unsigned char)(crc >> (8 * i));
+      tr[4 + i] = (unsigned char)(sz >> (8 * i));
+    }
+    if ((err = pc__buf_append(dst, tr, sizeof(tr))) != 0)
+      return err;
+    e->finished = 1;
+  }
+  return 0;
+}
+
+static int br_init(pc__enc_t *e, int level, uint64_t in_size) {
+  BrotliEncoderState *s = BrotliEncoderCreateInstance(NULL, NULL, NULL);
+  uint32_t hint;
+
+  if (s == NULL)
+    return -ENOMEM;
+  /* What brotli derives itself when the whole input comes in one call:
+   * its size, capped at 1 GiB.
+   */
+  hint = in_size >= (1u << 30) ? (1u << 30) : (uint32_t)in_size;
+  if (!BrotliEncoderSetParameter(s, BROTLI_PARAM_MODE, BROTLI_MODE_GENERIC) ||
+      !BrotliEncoderSetParameter(s, BROTLI_PARAM_QUALITY, (uint32_t)level) ||
+      !BrotliEncoderSetParameter(s, BROTLI_PARAM_LGWIN, 22) ||
+      !BrotliEncoderSetParameter(s, BROTLI_PARAM_LGBLOCK, 0) ||
+      !BrotliEncoderSetParameter(s, BROTLI_PARAM_SIZE_HINT, hint)) {
+    BrotliEncoderDestroyInstance(s);
+    return PC_ECODEC;
+  }
+  e->u.br = s;
+  return 0;
+}
+
+static int br_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
+                   pc__buf_t *dst) {
+  BrotliEncoderOperation op =
+      last ? BROTLI_OPERATION_FINISH : BROTLI_OPERATION_PROCESS;
+  size_t avail_in = n;
+  const uint8_t *next_in = in;
+  int err;
+
+  for (;;) {
+    size_t avail_out, room;
+    uint8_t *next_out;
+    if ((err = pc__buf_reserve(dst, OUT_STEP)) != 0)
+      return err;
+    room = avail_out = dst->cap - dst->len;
+    next_out = dst->data + dst->len;
+    if (!BrotliEncoderCompressStream(e->u.br, op, &avail_in, &next_in,
+                                     &avail_out, &next_out, NULL))
+      return PC_ECODEC;
+    dst->len += room - avail_out;
+    if (last ? BrotliEncoderIsFinished(e->u.br)
+             : avail_in == 0 && !BrotliEncoderHasMoreOutput(e->u.br))
+      break;
+  }
+  e->finished = last;
+  return 0;
+}
+
+#if PC_HAVE_ZSTD
+/* RFC 9659: HTTP clients may refuse frames with a window above 8 MiB. */
+#define ZSTD_MAX_WLOG 23
+
+static int zst_init(pc__enc_t *e, int level, uint64_t in_size) {
+  ZSTD_CCtx *c = ZSTD_createCCtx();
+  ZSTD_compressionParameters cp;
+
+  if (c == NULL)
+    return -ENOMEM;
+  cp = ZSTD_getCParams(level, in_size, 0);
+  if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level)) ||
+      (cp.windowLog > ZSTD_MAX_WLOG &&
+       ZSTD_isError(
+           ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, ZSTD_MAX_WLOG))) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 1)) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0)) ||
+      ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(c, in_size))) {
+    ZSTD_freeCCtx(c);
+    return PC_ECODEC;
+  }
+  e->u.zst = c;
+  return 0;
+}
+
+static int zst_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
+                    pc__buf_t *dst) {
+  ZSTD_inBuffer ib = {in, n, 0};
+  ZSTD_EndDirective mode = last ? ZSTD_e_end : ZSTD_e_continue;
+  int err;
+
+  for (;;) {
+    ZSTD_outBuffer ob;
+    size_t rem;
+    if ((err = pc__buf_reserve(dst, OUT_STEP)) != 0)
+      return err;
+    ob.dst = dst->data + dst->len;
+    ob.size = dst->cap - dst->len;
+    ob.pos = 0;
+    rem = ZSTD_compressStream2(e->u.zst, &ob, &ib, mode);
+    if (ZSTD_isError(rem))
+      return PC_ECODEC;
+    dst->len += ob.pos;
+    if (last ? rem == 0 : ib.pos == ib.size)
+      break;
+  }
+  e->finished = last;
+  return 0;
+}
+#endif
+
+int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
+                uint64_t in_size) {
+  pc__enc_t *e = calloc(1, sizeof(*e));
+  int err;
+
+  *out = NULL;
+  if (e == NULL)
+    return -ENOMEM;
+  e->fmt = fmt;
+  switch (fmt) {
+  case PC_GZ:
+    err = gz_init(e, level);
+    break;
+  case PC_BR:
+    err = br_init(e, level, in_size);
+    break;
+#if PC_HAVE_ZSTD
+  case PC_ZST:
+    err = zst_init(e, level, in_size);
+    break;
+#endif
+  default:
+    err = PC_ENOZSTD;
+    break;
+  }
+  if (err) {
+    free(e);
+    return err;
+  }
+  *out = e;
+  return 0;
+}
+
+int pc__enc_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
+                 pc__buf_t *dst) {
+  if (e->finished)
+    return PC_ECODEC;
+  switch (e->fmt) {
+  case PC_GZ:
+    return gz_feed(e, in, n, last, dst);
+  case PC_BR:
+    return br_feed(e, in, n, last, dst);
+#if PC_HAVE_ZSTD
+  case PC_ZST:
+    return zst_feed(e, in, n, last, dst);
+#endif
+  default:
+    return PC_ENOZSTD;
+  }
+}
+
+void pc__enc_free(pc__enc_t *e) {
+  if (e == NULL)
+    return;
+  switch (e->fmt) {
+  case PC_GZ:
+    deflateEnd(&e->u.gz.z);
+    break;
+  case PC_BR:
+    BrotliEncoderDestroyInstance(e->u.br);
+    break;
+#if PC_HAVE_ZSTD
+  case PC_ZST:
+    ZSTD_freeCCtx(e->u.zst);
+    break;
+#endif
+  default:
+    break;
+  }
+  free(e);
+}

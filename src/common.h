@@ -1,0 +1,68 @@
+/* Internal declarations shared by the library's files. First include of every
+ * library file. Names here are pc__ (not exported: -fvisibility=hidden).
+ */
+#ifndef PC_COMMON_H
+#define PC_COMMON_H
+
+#include "pc_config.h"
+#include "precompress.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PC__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define PC__CONTAINER_OF(ptr, type, field)                                    \
+  ((type *)((char *)(ptr) - offsetof(type, field)))
+
+/* Negated errno of the last failed call. Never 0: a call that failed without
+ * setting errno still reports a failure.
+ */
+#define PC__ERRNO() (errno > 0 ? -errno : -EIO)
+
+/* Keep rule: out * den <= in * num, in 128-bit so no product overflows. */
+static inline int pc__keep(uint64_t in, uint64_t out, uint64_t num,
+                           uint64_t den) {
+  return in > 0 && (unsigned __int128)out * den <= (unsigned __int128)in * num;
+}
+
+/* The largest output that still passes the keep rule for an input of `in`
+ * bytes (so a codec can stop early once its output grows past it).
+ */
+static inline uint64_t pc__keep_limit(uint64_t in, uint64_t num,
+                                      uint64_t den) {
+  unsigned __int128 lim = (unsigned __int128)in * num / den;
+  return lim > UINT64_MAX ? UINT64_MAX : (uint64_t)lim;
+}
+
+/* Growable byte buffer. A zeroed struct is an empty buffer. */
+typedef struct pc__buf {
+  unsigned char *data;
+  size_t len;
+  size_t cap;
+} pc__buf_t;
+
+/* Makes room for `more` bytes past len. 0 or -ENOMEM. */
+int pc__buf_reserve(pc__buf_t *b, size_t more);
+int pc__buf_append(pc__buf_t *b, const void *p, size_t n);
+int pc__buf_puts(pc__buf_t *b, const char *s);
+int pc__buf_printf(pc__buf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void pc__buf_free(pc__buf_t *b);
+
+/* malloc'd copy of s, or NULL. */
+char *pc__strdup(const char *s);
+/* malloc'd "a/b" (or b when a is empty), or NULL. */
+char *pc__path_join(const char *a, const char *b);
+
+/* Temp-file names: ".NAME.EXT.XXXXXX.tmp" for output NAME.EXT. */
+#define PC__TMP_SUFFIX ".tmp"
+#define PC__TMP_RAND 6
+/* 1 if `name` (a base name) is one of our temp files. */
+int pc__is_temp_name(const char *name);
+
+/* Index of the output format a name ends with (".gz", ".br", ".zst"), or -1. */
+int pc__output_format_of(const char *name, size_t len);
+
+#endif /* PC_COMMON_H */

@@ -1,0 +1,55 @@
+/* One file's work: read it once, feed every enabled format, keep what pays,
+ * write through the output protocol. A job is filled by the loop thread,
+ * run by one worker (pc__job_run), then read and freed by the loop thread:
+ * the worker touches nothing but its job and the read-only config.
+ */
+#ifndef PC_JOB_H
+#define PC_JOB_H
+
+#include "common.h"
+
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+/* What every job reads and none writes. */
+typedef struct pc__cfg {
+  unsigned formats;
+  int level[PC_NFORMATS];
+  uint64_t ratio_num, ratio_den;
+  int dry_run;
+  atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
+} pc__cfg_t;
+
+typedef struct pc__job {
+  uv_work_t req;
+  const pc__cfg_t *cfg;
+  void *run;        /* the pc__run that owns this job */
+  uint32_t root;    /* index of the PATH it was found under */
+  char *fullpath;   /* owned; the name on disk */
+  size_t rel_off;   /* the path relative to its root starts here */
+  int via_link;     /* the walk saw a symlink to a file: open through it */
+  uint64_t size;    /* walk's size (scheduling); fstat's once opened */
+  int64_t mtime_ns; /* walk's mtime; fstat's once opened */
+
+  /* Results, written by the worker. */
+  struct stat st;   /* the source as opened (valid when err == 0 or late) */
+  int stat_ok;
+  int err;
+  char *err_path;   /* owned; NULL means fullpath */
+  pc_output_t out[PC_NFORMATS];
+} pc__job_t;
+
+/* Allocates a job owning `fullpath` (freed with the job on failure too).
+ * NULL on ENOMEM.
+ */
+pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
+                       const struct stat *st, int via_link,
+                       const pc__cfg_t *cfg);
+
+/* Runs on a worker thread. */
+void pc__job_run(pc__job_t *j);
+
+void pc__job_free(pc__job_t *j);
+
+#endif /* PC_JOB_H */

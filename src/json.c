@@ -1,0 +1,112 @@
+#include "json.h"
+
+size_t pc__utf8_len(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len, i;
+  uint32_t cp;
+
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+    cp = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    cp = c & 0x0f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0; /* continuation byte, overlong lead (c0, c1) or above f4 */
+  }
+  if (n < len)
+    return 0;
+  for (i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    cp = cp << 6 | (s[i] & 0x3f);
+  }
+  /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF. */
+  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+      (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+    return 0;
+  return len;
+}
+
+int pc__json_str(pc__buf_t *b, const char *str, size_t n, int *lossy) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  int err;
+
+  if ((err = pc__buf_reserve(b, n + 2)) != 0)
+    return err;
+  b->data[b->len++] = '"';
+  while (i < n) {
+    unsigned char c = s[i];
+    size_t len;
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      if ((err = pc__buf_append(b, &s[i], 1)) != 0)
+        return err;
+      i++;
+      continue;
+    }
+    if (c < 0x80) {
+      char esc[7];
+      const char *e = esc;
+      size_t el = 2;
+      switch (c) {
+      case '"': e = "\\\""; break;
+      case '\\': e = "\\\\"; break;
+      case '\n': e = "\\n"; break;
+      case '\r': e = "\\r"; break;
+      case '\t': e = "\\t"; break;
+      case '\b': e = "\\b"; break;
+      case '\f': e = "\\f"; break;
+      default:
+        esc[0] = '\\';
+        esc[1] = 'u';
+        esc[2] = '0';
+        esc[3] = '0';
+        esc[4] = hex[c >> 4];
+        esc[5] = hex[c & 15];
+        el = 6;
+        break;
+      }
+      if ((err = pc__buf_append(b, e, el)) != 0)
+        return err;
+      i++;
+      continue;
+    }
+    len = pc__utf8_len(s + i, n - i);
+    if (len == 0) {
+      if ((err = pc__buf_append(b, "\xef\xbf\xbd", 3)) != 0)
+        return err;
+      if (lossy != NULL)
+        *lossy = 1;
+      i++;
+      continue;
+    }
+    if ((err = pc__buf_append(b, s + i, len)) != 0)
+      return err;
+    i += len;
+  }
+  return pc__buf_append(b, "\"", 1);
+}
+
+int pc__json_hex(pc__buf_t *b, const char *str, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i;
+  int err;
+
+  if ((err = pc__buf_reserve(b, 2 * n + 2)) != 0)
+    return err;
+  b->data[b->len++] = '"';
+  for (i = 0; i < n; i++) {
+    b->data[b->len++] = hex[s[i] >> 4];
+    b->data[b->len++] = hex[s[i] & 15];
+  }
+  b->data[b->len++] = '"';
+  return 0;
+}

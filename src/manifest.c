@@ -1,0 +1,176 @@
+/* The manifest: one JSON document, sorted by (root, path bytes), with
+ * nothing from the run's own clock in it, so the same tree and options give
+ * the same bytes at any -j. Written like an output: temp file, rename.
+ */
+#include "run.h"
+
+#include "json.h"
+#include "out.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int cmp_rec(const void *a, const void *b) {
+  const pc__rec_t *x = a, *y = b;
+  if (x->root != y->root)
+    return x->root < y->root ? -1 : 1;
+  return strcmp(x->path, y->path);
+}
+
+/* num/den as a decimal: exact when den divides a power of ten (every ratio
+ * the CLI accepts), else the nearest double.
+ */
+static int put_ratio(pc__buf_t *b, uint64_t num, uint64_t den) {
+  uint64_t scale = 1, frac;
+  int digits = 0;
+
+  while (digits < 18 && scale % den != 0) {
+    scale *= 10;
+    digits++;
+  }
+  if (scale % den != 0)
+    return pc__buf_printf(b, "%.17g", (double)num / (double)den);
+  if (num % den == 0 || digits == 0)
+    return pc__buf_printf(b, "%llu", (unsigned long long)(num / den));
+  frac = (num % den) * (scale / den);
+  /* Trailing zeros off: 0.50 -> 0.5. */
+  while (frac % 10 == 0) {
+    frac /= 10;
+    digits--;
+  }
+  return pc__buf_printf(b, "%llu.%0*llu", (unsigned long long)(num / den),
+                        digits, (unsigned long long)frac);
+}
+
+static int put_options(pc__buf_t *b, const pc__run_t *r) {
+  static const char *const level_key[PC_NFORMATS] = {
+      "gzip_level", "brotli_quality", "zstd_level"};
+  const char *sep = "";
+  int f, err = 0;
+
+  err |= pc__buf_puts(b, "  \"options\": {\"formats\": [");
+  for (f = 0; f < PC_NFORMATS; f++) {
+    if (!(r->cfg.formats & PC_FMT_BIT(f)))
+      continue;
+    err |= pc__buf_printf(b, "%s\"%s\"", sep, pc_format_ext((pc_format_t)f));
+    sep = ", ";
+  }
+  err |= pc__buf_puts(b, "]");
+  for (f = 0; f < PC_NFORMATS; f++)
+    if (r->cfg.formats & PC_FMT_BIT(f))
+      err |= pc__buf_printf(b, ", \"%s\": %d", level_key[f], r->cfg.level[f]);
+  err |= pc__buf_puts(b, ", \"max_ratio\": ");
+  err |= put_ratio(b, r->cfg.ratio_num, r->cfg.ratio_den);
+  err |= pc__buf_printf(b, ", \"min_size\": %llu},\n",
+                        (unsigned long long)r->opts->min_size);
+  return err ? -ENOMEM : 0;
+}
+
+static int put_file(pc__buf_t *b, const pc__run_t *r, const pc__rec_t *e) {
+  size_t n = strlen(e->path);
+  int lossy = 0, f, err = 0;
+
+  err |= pc__buf_puts(b, "    {");
+  if (r->nroots > 1)
+    err |= pc__buf_printf(b, "\"root\": %u, ", (unsigned)e->root);
+  err |= pc__buf_puts(b, "\"path\": ");
+  err |= pc__json_str(b, e->path, n, &lossy);
+  if (lossy) {
+    err |= pc__buf_puts(b, ", \"path_hex\": ");
+    err |= pc__json_hex(b, e->path, n);
+  }
+  err |= pc__buf_printf(b, ", \"size\": %llu", (unsigned long long)e->size);
+  if (e->mtime_ns != 0)
+    err |= pc__buf_printf(b, ", \"mtime_ns\": %lld", (long long)e->mtime_ns);
+  if (e->skip != PC_SKIP_NONE)
+    err |= pc__buf_printf(b, ", \"skipped\": \"%s\"", pc_skip_name(e->skip));
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const char *ext = pc_format_ext((pc_format_t)f);
+    if (e->out[f].state == PC_OUT_KEPT)
+      err |= pc__buf_printf(b, ", \"%s\": {\"size\": %llu}", ext,
+                            (unsigned long long)e->out[f].size);
+    else if (e->out[f].state == PC_OUT_RATIO)
+      err |= pc__buf_printf(b, ", \"%s\": {\"skipped\": \"ratio\"}", ext);
+  }
+  if (e->err != 0) {
+    const char *msg = pc_strerror(e->err);
+    err |= pc__buf_puts(b, ", \"error\": ");
+    err |= pc__json_str(b, msg, strlen(msg), NULL);
+  }
+  err |= pc__buf_puts(b, "}");
+  return err ? -ENOMEM : 0;
+}
+
+static int put_totals(pc__buf_t *b, const pc__run_t *r) {
+  const pc_totals_t *t = &r->totals;
+  int f, err = 0;
+
+  err |= pc__buf_printf(b, "  \"totals\": {\"files\": %llu, \"bytes\": %llu",
+                        (unsigned long long)t->files,
+                        (unsigned long long)t->bytes);
+  for (f = 0; f < PC_NFORMATS; f++)
+    if (r->cfg.formats & PC_FMT_BIT(f))
+      err |= pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
+                            pc_format_ext((pc_format_t)f),
+                            (unsigned long long)t->fmt[f].files,
+                            (unsigned long long)t->fmt[f].bytes_out);
+  err |= pc__buf_printf(b, ", \"failed\": %llu}", (unsigned long long)t->failed);
+  return err ? -ENOMEM : 0;
+}
+
+int pc__manifest_write(pc__run_t *r, const char *path) {
+  pc__buf_t b = {0};
+  pc__out_t out = PC__OUT_INIT;
+  struct stat st;
+  mode_t mask;
+  size_t i;
+  int err = 0;
+
+  qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
+  err |= pc__buf_puts(&b, "{\n  \"precompress\": 1,\n");
+  if (r->stopping)
+    err |= pc__buf_puts(&b, "  \"incomplete\": true,\n");
+  if (put_options(&b, r) != 0)
+    err = -ENOMEM;
+  if (r->nroots > 1) {
+    uint32_t k;
+    err |= pc__buf_puts(&b, "  \"roots\": [");
+    for (k = 0; k < r->nroots; k++) {
+      const char *l = r->roots[k].label;
+      err |= pc__buf_puts(&b, k ? ", " : "");
+      err |= pc__json_str(&b, l, strlen(l), NULL);
+    }
+    err |= pc__buf_puts(&b, "],\n");
+  }
+  err |= pc__buf_puts(&b, "  \"files\": [\n");
+  for (i = 0; i < r->nrecs; i++) {
+    if (put_file(&b, r, &r->recs[i]) != 0)
+      err = -ENOMEM;
+    err |= pc__buf_puts(&b, i + 1 < r->nrecs ? ",\n" : "\n");
+  }
+  err |= pc__buf_puts(&b, "  ],\n");
+  if (put_totals(&b, r) != 0)
+    err = -ENOMEM;
+  err |= pc__buf_puts(&b, "\n}\n");
+  if (err != 0) {
+    err = -ENOMEM;
+    goto out;
+  }
+
+  /* An ordinary new file: 0666 less the umask, stamped now. */
+  mask = umask(0);
+  umask(mask);
+  memset(&st, 0, sizeof(st));
+  st.st_mode = 0666 & ~mask;
+  st.st_atim.tv_nsec = UTIME_NOW;
+  st.st_mtim.tv_nsec = UTIME_NOW;
+  if ((err = pc__out_open(&out, path)) != 0 ||
+      (err = pc__out_write(&out, b.data, b.len)) != 0 ||
+      (err = pc__out_commit(&out, path, &st)) != 0)
+    goto out;
+out:
+  pc__out_discard(&out);
+  pc__buf_free(&b);
+  return err;
+}

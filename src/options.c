@@ -1,0 +1,151 @@
+/* Defaults, validation and the names the manifest and the CLI share. */
+#include "common.h"
+
+#include <brotli/encode.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <uv.h>
+#include <zlib.h>
+#if PC_HAVE_ZSTD
+#include <zstd.h>
+#endif
+
+/* whitenoise's 27 (Compressor.SKIP_COMPRESS_EXTENSIONS), then formats that
+ * are compressed already. One table: --help and the man page print it.
+ */
+static const char *const default_skip_ext[] = {
+    "jpg",  "jpeg", "png",  "gif", "webp", "zip", "gz",   "tgz", "bz2",
+    "tbz",  "xz",   "br",   "swf", "flv",  "woff", "woff2", "3gp", "3gpp",
+    "asf",  "avi",  "m4v",  "mov", "mp4",  "mpeg", "mpg",  "webm", "wmv",
+    "avif", "jxl",  "heic", "heif", "zst", "zstd", "7z",   "rar",  "lz4",
+    "lzma", "mp3",  "ogg",  "oga", "opus", "m4a",  "aac",  "flac", NULL,
+};
+
+static const char *const format_ext[PC_NFORMATS] = {"gz", "br", "zst"};
+
+static const char *const skip_names[PC_SKIP_MAX_] = {
+    [PC_SKIP_NONE] = "none",
+    [PC_SKIP_EXTENSION] = "extension",
+    [PC_SKIP_EXCLUDED] = "excluded",
+    [PC_SKIP_EMPTY] = "empty",
+    [PC_SKIP_MIN_SIZE] = "min-size",
+    [PC_SKIP_SPECIAL] = "special",
+    [PC_SKIP_BROKEN_LINK] = "broken-link",
+    [PC_SKIP_RATIO] = "ratio",
+};
+
+const char *const *pc_default_skip_ext(size_t *n) {
+  if (n != NULL)
+    *n = PC__ARRAY_SIZE(default_skip_ext) - 1;
+  return default_skip_ext;
+}
+
+const char *pc_format_ext(pc_format_t f) {
+  return (unsigned)f < PC_NFORMATS ? format_ext[f] : "?";
+}
+
+const char *pc_skip_name(pc_skip_t s) {
+  return (unsigned)s < PC_SKIP_MAX_ ? skip_names[s] : "?";
+}
+
+int pc_format_available(pc_format_t f) {
+  if (f == PC_ZST)
+    return PC_HAVE_ZSTD;
+  return f == PC_GZ || f == PC_BR;
+}
+
+void pc_options_init(pc_options_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->formats = PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR);
+  o->level[PC_GZ] = 9;
+  o->level[PC_BR] = 11;
+  o->level[PC_ZST] = 19;
+  o->ratio_num = 95;
+  o->ratio_den = 100;
+  o->min_size = 1;
+}
+
+int pc_options_check(const pc_options_t *o, const char **what) {
+  static const int lo[PC_NFORMATS] = {1, 0, 1}, hi[PC_NFORMATS] = {9, 11, 19};
+  const char *bad = NULL;
+  int f;
+
+  if (o->npaths == 0 || o->paths == NULL)
+    bad = "no PATH given";
+  else if ((o->formats & ((1u << PC_NFORMATS) - 1)) == 0 ||
+           (o->formats >> PC_NFORMATS) != 0)
+    bad = "no output format enabled";
+  else if (o->ratio_den == 0 || o->ratio_num == 0 ||
+           o->ratio_num > o->ratio_den)
+    bad = "max ratio must be above 0 and at most 1";
+  else if (o->jobs > 1024)
+    bad = "jobs must be at most 1024";
+  for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {
+    if (!(o->formats & PC_FMT_BIT(f)))
+      continue;
+    if (!pc_format_available((pc_format_t)f))
+      bad = "this build has no zstd support";
+    else if (o->level[f] < lo[f] || o->level[f] > hi[f])
+      bad = f == PC_GZ   ? "gzip level must be 1..9"
+            : f == PC_BR ? "brotli quality must be 0..11"
+                         : "zstd level must be 1..19";
+  }
+  if (what != NULL)
+    *what = bad;
+  return bad == NULL ? 0 : -EINVAL;
+}
+
+static char versions[160];
+static uv_once_t versions_once = UV_ONCE_INIT;
+
+static void versions_fill(void) {
+  uint32_t bv = BrotliEncoderVersion();
+  int n = snprintf(versions, sizeof(versions), "zlib %s, brotli %u.%u.%u, libuv %s",
+                   zlibVersion(), (unsigned)(bv >> 24),
+                   (unsigned)((bv >> 12) & 0xfff), (unsigned)(bv & 0xfff),
+                   uv_version_string());
+#if PC_HAVE_ZSTD
+  if (n > 0 && (size_t)n < sizeof(versions))
+    snprintf(versions + n, sizeof(versions) - (size_t)n, ", zstd %s",
+             ZSTD_versionString());
+#else
+  (void)n;
+#endif
+}
+
+const char *pc_library_versions(void) {
+  uv_once(&versions_once, versions_fill);
+  return versions;
+}
+
+int pc__is_temp_name(const char *name) {
+  size_t n = strlen(name), i, sl = sizeof(PC__TMP_SUFFIX) - 1;
+  const char *rand;
+
+  /* ".X.gz.XXXXXX.tmp": a leading dot, an output name, a dot, 6 chars. */
+  if (name[0] != '.' || n < 1 + 1 + 3 + 1 + PC__TMP_RAND + sl)
+    return 0;
+  if (memcmp(name + n - sl, PC__TMP_SUFFIX, sl) != 0)
+    return 0;
+  rand = name + n - sl - PC__TMP_RAND;
+  if (rand[-1] != '.')
+    return 0;
+  for (i = 0; i < PC__TMP_RAND; i++)
+    if (!((rand[i] >= 'a' && rand[i] <= 'z') ||
+          (rand[i] >= 'A' && rand[i] <= 'Z') ||
+          (rand[i] >= '0' && rand[i] <= '9')))
+      return 0;
+  return pc__output_format_of(name + 1, (size_t)(rand - 1 - (name + 1))) >= 0;
+}
+
+int pc__output_format_of(const char *name, size_t len) {
+  int f;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    size_t el = strlen(format_ext[f]);
+    if (len > el + 1 && name[len - el - 1] == '.' &&
+        memcmp(name + len - el, format_ext[f], el) == 0)
+      return f;
+  }
+  return -1;
+}

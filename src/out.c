@@ -1,0 +1,115 @@
+#include "out.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+static const char rand_chars[] =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+/* Builds ".NAME.XXXXXX.tmp" beside `final` with fresh random characters. */
+static char *temp_name(const char *final) {
+  const char *slash = strrchr(final, '/');
+  size_t dirlen = slash != NULL ? (size_t)(slash - final) + 1 : 0;
+  size_t baselen = strlen(final) - dirlen;
+  size_t n = dirlen + 1 + baselen + 1 + PC__TMP_RAND + sizeof(PC__TMP_SUFFIX);
+  unsigned char rnd[PC__TMP_RAND];
+  char *p = malloc(n), *q;
+  size_t i;
+
+  if (p == NULL)
+    return NULL;
+  if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+    /* Uniqueness comes from O_EXCL and the retry; this only spreads names. */
+    uint64_t x = (uint64_t)(uintptr_t)p ^ (uint64_t)getpid() * 0x9e3779b97f4a7c15u;
+    for (i = 0; i < sizeof(rnd); i++, x >>= 8)
+      rnd[i] = (unsigned char)x;
+  }
+  memcpy(p, final, dirlen);
+  q = p + dirlen;
+  *q++ = '.';
+  memcpy(q, final + dirlen, baselen);
+  q += baselen;
+  *q++ = '.';
+  for (i = 0; i < PC__TMP_RAND; i++)
+    *q++ = rand_chars[rnd[i] % (sizeof(rand_chars) - 1)];
+  memcpy(q, PC__TMP_SUFFIX, sizeof(PC__TMP_SUFFIX));
+  return p;
+}
+
+int pc__out_open(pc__out_t *o, const char *final) {
+  int tries;
+
+  o->fd = -1;
+  o->tmp = NULL;
+  for (tries = 0; tries < 100; tries++) {
+    char *tmp = temp_name(final);
+    int fd;
+    if (tmp == NULL)
+      return -ENOMEM;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      o->fd = fd;
+      o->tmp = tmp;
+      return 0;
+    }
+    free(tmp);
+    if (errno != EEXIST)
+      return PC__ERRNO();
+  }
+  return -EEXIST;
+}
+
+int pc__out_write(pc__out_t *o, const void *p, size_t n) {
+  const unsigned char *c = p;
+
+  while (n > 0) {
+    ssize_t w = write(o->fd, c, n > (1u << 30) ? (1u << 30) : n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return PC__ERRNO();
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src) {
+  struct timespec times[2];
+  int err = 0;
+
+  times[0] = src->st_atim;
+  times[1] = src->st_mtim;
+  /* Through the descriptor: nothing can swap the file under us between the
+   * write and the metadata. Only permission bits: never set-id bits.
+   */
+  if (fchmod(o->fd, src->st_mode & 0777) != 0 || futimens(o->fd, times) != 0)
+    err = PC__ERRNO();
+  /* close() reports delayed write errors (NFS, quota): check it. */
+  if (close(o->fd) != 0 && err == 0)
+    err = PC__ERRNO();
+  o->fd = -1;
+  if (err == 0 && rename(o->tmp, final) != 0)
+    err = errno == EISDIR ? PC_EOUTDIR : PC__ERRNO();
+  if (err != 0)
+    unlink(o->tmp);
+  free(o->tmp);
+  o->tmp = NULL;
+  return err;
+}
+
+void pc__out_discard(pc__out_t *o) {
+  if (o->fd >= 0)
+    close(o->fd);
+  o->fd = -1;
+  if (o->tmp != NULL) {
+    unlink(o->tmp);
+    free(o->tmp);
+    o->tmp = NULL;
+  }
+}

@@ -1,0 +1,37 @@
+/* The output protocol: a temp file beside the final name, written, given the
+ * source's mode and times through its descriptor, then renamed over the
+ * final name, so a reader sees the old file or the new one, never a part.
+ */
+#ifndef PC_OUT_H
+#define PC_OUT_H
+
+#include "common.h"
+
+#include <sys/stat.h>
+
+/* One output being written. PC__OUT_INIT is "not open". */
+typedef struct pc__out {
+  int fd;       /* -1 when not open */
+  char *tmp;    /* malloc'd temp path while it exists, else NULL */
+} pc__out_t;
+
+#define PC__OUT_INIT {-1, NULL}
+
+/* Creates the temp file for `final` (".NAME.XXXXXX.tmp" in its directory,
+ * O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600). 0 or a negative code.
+ */
+int pc__out_open(pc__out_t *o, const char *final);
+
+/* Writes all n bytes, retrying short writes and EINTR. */
+int pc__out_write(pc__out_t *o, const void *p, size_t n);
+
+/* Gives the temp the permission bits and atime/mtime of `src`, closes it
+ * and renames it over `final`. On failure the temp is removed. Either way o
+ * is closed afterwards.
+ */
+int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src);
+
+/* Closes and removes the temp, if any (cleanup path; never fails). */
+void pc__out_discard(pc__out_t *o);
+
+#endif /* PC_OUT_H */

@@ -1,0 +1,437 @@
+/* pc_run(): the loop thread's side of a run.
+ *
+ * The loop thread owns every piece of shared state here: the walk, the heap
+ * of pending jobs, the results and the counters. Workers get one job each
+ * through uv_queue_work() and touch nothing else; after_work() brings the
+ * job back to this thread, which records it and submits the next one.
+ * libuv's queue is unbounded and first-in first-out, so we keep at most
+ * `jobs` jobs in it and choose the next ourselves: the largest pending file,
+ * so that a big file does not start last and finish alone.
+ */
+#include "run.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Entries visited per loop iteration: small enough that finished jobs are
+ * collected promptly while a huge directory is walked.
+ */
+#define WALK_BUDGET 256
+#define PROGRESS_MS 200
+
+/* Heap of pending jobs, largest first. */
+static void heap_push(pc__run_t *r, pc__job_t *j) {
+  size_t i = r->nheap++;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (r->heap[p]->size >= j->size)
+      break;
+    r->heap[i] = r->heap[p];
+    i = p;
+  }
+  r->heap[i] = j;
+}
+
+static pc__job_t *heap_pop(pc__run_t *r) {
+  pc__job_t *top = r->heap[0], *last = r->heap[--r->nheap];
+  size_t i = 0, n = r->nheap;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n)
+      break;
+    if (c + 1 < n && r->heap[c + 1]->size > r->heap[c]->size)
+      c++;
+    if (last->size >= r->heap[c]->size)
+      break;
+    r->heap[i] = r->heap[c];
+    i = c;
+  }
+  if (n > 0)
+    r->heap[i] = last;
+  return top;
+}
+
+static void progress(pc__run_t *r) {
+  if (r->opts->on_progress != NULL)
+    r->opts->on_progress(r->opts->data, &r->progress);
+}
+
+/* Counts a finished file, keeps its manifest line, tells the caller. Takes
+ * ownership of rec->path.
+ */
+static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
+                   const char *err_path) {
+  pc_totals_t *t = &r->totals;
+  int f, kept = 0;
+
+  t->files++;
+  t->bytes += rec->size;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const pc_output_t *o = &rec->out[f];
+    if (o->state == PC_OUT_KEPT) {
+      kept = 1;
+      t->fmt[f].files++;
+      t->fmt[f].bytes_in += rec->size;
+      t->fmt[f].bytes_out += o->size;
+    }
+    if (o->action == PC_ACT_CREATE || o->action == PC_ACT_REPLACE ||
+        o->action == PC_ACT_REMOVE)
+      t->changes++;
+    if (o->action == PC_ACT_REMOVE)
+      t->removed++;
+  }
+  if (rec->err != 0)
+    t->failed++;
+  else if (rec->skip != PC_SKIP_NONE)
+    t->skipped[rec->skip]++;
+  else if (kept)
+    t->compressed++;
+  else
+    t->skipped[PC_SKIP_RATIO]++;
+  r->progress.files_done++;
+
+  if (r->opts->on_file != NULL) {
+    pc_file_t file;
+    file.root = r->roots[rec->root].label;
+    file.path = rec->path;
+    file.fullpath = full;
+    file.size = rec->size;
+    file.mtime_ns = rec->mtime_ns;
+    file.skip = rec->skip;
+    file.err = rec->err;
+    file.err_path = err_path;
+    memcpy(file.out, rec->out, sizeof(file.out));
+    r->opts->on_file(r->opts->data, &file);
+  }
+
+  if (r->opts->manifest == NULL || r->cfg.dry_run) {
+    free(rec->path);
+    return;
+  }
+  if (r->nrecs == r->caprecs) {
+    size_t ncap = r->caprecs ? r->caprecs * 2 : 1024;
+    pc__rec_t *n = realloc(r->recs, ncap * sizeof(*n));
+    if (n == NULL) {
+      free(rec->path);
+      r->fatal = -ENOMEM;
+      return;
+    }
+    r->recs = n;
+    r->caprecs = ncap;
+  }
+  r->recs[r->nrecs++] = *rec;
+}
+
+void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
+                  pc_skip_t skip, const struct stat *st, int err) {
+  pc__rec_t rec;
+
+  memset(&rec, 0, sizeof(rec));
+  rec.path = rel;
+  rec.root = root;
+  rec.skip = skip;
+  rec.err = err;
+  if (st != NULL && skip != PC_SKIP_SPECIAL) {
+    rec.size = (uint64_t)st->st_size;
+    rec.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+                   st->st_mtim.tv_nsec;
+  }
+  if (err != 0) {
+    int f;
+    for (f = 0; f < PC_NFORMATS; f++)
+      if (r->cfg.formats & PC_FMT_BIT(f))
+        rec.out[f].state = PC_OUT_FAILED;
+  }
+  r->progress.files_total++;
+  record(r, &rec, full, full);
+}
+
+void pc__run_error(pc__run_t *r, const char *path, int err) {
+  r->totals.failed++;
+  if (r->opts->on_error != NULL)
+    r->opts->on_error(r->opts->data, path, err);
+}
+
+void pc__run_push(pc__run_t *r, pc__job_t *j) {
+  if (r->nheap == r->capheap) {
+    size_t ncap = r->capheap ? r->capheap * 2 : 256;
+    pc__job_t **n = realloc(r->heap, ncap * sizeof(*n));
+    if (n == NULL) {
+      pc__job_free(j);
+      r->fatal = -ENOMEM;
+      return;
+    }
+    r->heap = n;
+    r->capheap = ncap;
+  }
+  j->run = r;
+  r->progress.files_total++;
+  r->progress.bytes_total += j->size;
+  heap_push(r, j);
+}
+
+static void work_cb(uv_work_t *req) {
+  pc__job_run(PC__CONTAINER_OF(req, pc__job_t, req));
+}
+
+static void maybe_finish(pc__run_t *r);
+static void schedule(pc__run_t *r);
+
+static void after_work_cb(uv_work_t *req, int status) {
+  pc__job_t *j = PC__CONTAINER_OF(req, pc__job_t, req);
+  pc__run_t *r = j->run;
+  pc__rec_t rec;
+
+  r->in_flight--;
+  r->progress.bytes_done += j->size;
+  if (status == UV_ECANCELED || j->err == PC_EINTERRUPTED) {
+    /* Stopped by a signal before it finished: not a result. */
+    r->progress.files_total--;
+    pc__job_free(j);
+  } else {
+    memset(&rec, 0, sizeof(rec));
+    rec.path = pc__strdup(j->fullpath + j->rel_off);
+    if (rec.path == NULL) {
+      r->fatal = -ENOMEM;
+    } else {
+      rec.root = j->root;
+      rec.err = j->err;
+      rec.size = j->size;
+      rec.mtime_ns = j->mtime_ns;
+      memcpy(rec.out, j->out, sizeof(rec.out));
+      record(r, &rec, j->fullpath,
+             j->err_path != NULL ? j->err_path : j->fullpath);
+    }
+    pc__job_free(j);
+  }
+  progress(r);
+  schedule(r);
+  maybe_finish(r);
+}
+
+static void schedule(pc__run_t *r) {
+  while (!r->stopping && r->fatal == 0 && r->in_flight < r->jobs &&
+         r->nheap > 0) {
+    pc__job_t *j = heap_pop(r);
+    int err = uv_queue_work(&r->loop, &j->req, work_cb, after_work_cb);
+    if (err != 0) {
+      pc__job_free(j);
+      r->fatal = err;
+      return;
+    }
+    r->in_flight++;
+  }
+}
+
+static void close_handles(pc__run_t *r) {
+  uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer,
+                       (uv_handle_t *)&r->sigint, (uv_handle_t *)&r->sigterm};
+  size_t k;
+  for (k = 0; k < PC__ARRAY_SIZE(hs); k++)
+    if (!uv_is_closing(hs[k]))
+      uv_close(hs[k], NULL);
+}
+
+/* Ends the loop once nothing is pending, running or left to walk. */
+static void maybe_finish(pc__run_t *r) {
+  if (r->fatal != 0 || r->stopping) {
+    /* Drop what waits; what runs must still come back. */
+    if (!r->walk_done) {
+      uv_idle_stop(&r->idle);
+      r->walk_done = 1;
+    }
+    while (r->nheap > 0)
+      pc__job_free(r->heap[--r->nheap]);
+  }
+  if (r->walk_done && r->nheap == 0 && r->in_flight == 0)
+    close_handles(r);
+}
+
+static void on_idle(uv_idle_t *h) {
+  pc__run_t *r = PC__CONTAINER_OF(h, pc__run_t, idle);
+  if (pc__walk_step(r, WALK_BUDGET)) {
+    uv_idle_stop(&r->idle);
+    r->walk_done = 1;
+    r->progress.walk_done = 1;
+    progress(r);
+  }
+  schedule(r);
+  maybe_finish(r);
+}
+
+static void on_timer(uv_timer_t *h) {
+  progress(PC__CONTAINER_OF(h, pc__run_t, timer));
+}
+
+static void on_signal(uv_signal_t *h, int signo) {
+  pc__run_t *r = h->data;
+  if (!r->stopping) {
+    r->stopping = 1;
+    r->totals.signo = signo;
+    atomic_store(&r->cfg.stop, 1);
+  }
+  maybe_finish(r);
+}
+
+/* Splits the PATHs into roots: a directory is its own root; a file's root
+ * is its directory.
+ */
+static int make_roots(pc__run_t *r) {
+  const pc_options_t *o = r->opts;
+  size_t k;
+
+  r->roots = calloc(o->npaths, sizeof(*r->roots));
+  if (r->roots == NULL)
+    return -ENOMEM;
+  r->nroots = (uint32_t)o->npaths;
+  for (k = 0; k < o->npaths; k++) {
+    pc__root_t *root = &r->roots[k];
+    const char *p = o->paths[k];
+    struct stat st;
+    int is_file = stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+    if (is_file) {
+      const char *slash = strrchr(p, '/');
+      size_t dl = slash != NULL ? (size_t)(slash - p) : 0;
+      root->file = pc__strdup(slash != NULL ? slash + 1 : p);
+      root->dir = malloc(dl + 2);
+      if (root->dir != NULL) {
+        memcpy(root->dir, p, dl);
+        /* "/x" lives in "/", not in "". */
+        if (slash == p)
+          root->dir[dl++] = '/';
+        root->dir[dl] = '\0';
+      }
+      root->label = pc__strdup(root->dir != NULL && root->dir[0] ? root->dir
+                                                                 : ".");
+    } else {
+      root->dir = pc__strdup(p);
+      root->label = pc__strdup(p);
+    }
+    if (root->dir == NULL || root->label == NULL ||
+        (is_file && root->file == NULL))
+      return -ENOMEM;
+  }
+  return 0;
+}
+
+static void free_run(pc__run_t *r) {
+  uint32_t k;
+  size_t i;
+
+  pc__walk_stop(r);
+  while (r->nheap > 0)
+    pc__job_free(r->heap[--r->nheap]);
+  free(r->heap);
+  for (i = 0; i < r->nrecs; i++)
+    free(r->recs[i].path);
+  free(r->recs);
+  for (k = 0; k < r->nroots; k++) {
+    free(r->roots[k].dir);
+    free(r->roots[k].label);
+    free(r->roots[k].file);
+  }
+  free(r->roots);
+  free(r->skip_len);
+}
+
+/* libuv sizes its pool once, at first use, from UV_THREADPOOL_SIZE. */
+static void size_pool(unsigned jobs) {
+  char buf[16];
+  snprintf(buf, sizeof(buf), "%u", jobs);
+  uv_os_setenv("UV_THREADPOOL_SIZE", buf);
+}
+
+int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
+  pc__run_t *r;
+  struct stat st;
+  size_t k;
+  int err, f, loop_open = 0;
+
+  if (totals != NULL)
+    memset(totals, 0, sizeof(*totals));
+  if ((err = pc_options_check(opts, NULL)) != 0)
+    return err;
+  r = calloc(1, sizeof(*r));
+  if (r == NULL)
+    return -ENOMEM;
+  r->opts = opts;
+  r->cur.fd = -1;
+  r->cfg.formats = opts->formats;
+  for (f = 0; f < PC_NFORMATS; f++)
+    r->cfg.level[f] = opts->level[f];
+  r->cfg.ratio_num = opts->ratio_num;
+  r->cfg.ratio_den = opts->ratio_den;
+  r->cfg.dry_run = opts->dry_run;
+  atomic_init(&r->cfg.stop, 0);
+  r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
+  if (opts->skip_ext != NULL) {
+    r->skip_ext = opts->skip_ext;
+    r->nskip_ext = opts->nskip_ext;
+  } else {
+    r->skip_ext = pc_default_skip_ext(&r->nskip_ext);
+  }
+  r->skip_len = calloc(r->nskip_ext + 1, sizeof(*r->skip_len));
+  if (r->skip_len == NULL) {
+    err = -ENOMEM;
+    goto out;
+  }
+  for (k = 0; k < r->nskip_ext; k++)
+    r->skip_len[k] = strlen(r->skip_ext[k]);
+  if (opts->manifest != NULL && stat(opts->manifest, &st) == 0) {
+    r->man_known = 1;
+    r->man_dev = st.st_dev;
+    r->man_ino = st.st_ino;
+  }
+  if ((err = make_roots(r)) != 0)
+    goto out;
+
+  size_pool(r->jobs);
+  if ((err = uv_loop_init(&r->loop)) != 0)
+    goto out;
+  loop_open = 1;
+  uv_idle_init(&r->loop, &r->idle);
+  uv_timer_init(&r->loop, &r->timer);
+  uv_signal_init(&r->loop, &r->sigint);
+  uv_signal_init(&r->loop, &r->sigterm);
+  r->sigint.data = r->sigterm.data = r;
+  uv_signal_start(&r->sigint, on_signal, SIGINT);
+  uv_signal_start(&r->sigterm, on_signal, SIGTERM);
+  if (opts->on_progress != NULL)
+    uv_timer_start(&r->timer, on_timer, PROGRESS_MS, PROGRESS_MS);
+
+  if ((err = pc__walk_start(r)) != 0) {
+    r->fatal = err;
+    r->walk_done = 1;
+    close_handles(r);
+  } else {
+    uv_idle_start(&r->idle, on_idle);
+  }
+  uv_run(&r->loop, UV_RUN_DEFAULT);
+
+  if (r->fatal != 0) {
+    err = r->fatal;
+  } else if (r->stopping) {
+    err = PC_EINTERRUPTED;
+  } else {
+    err = 0;
+  }
+  r->progress.walk_done = 1;
+  progress(r);
+  if ((err == 0 || err == PC_EINTERRUPTED) && opts->manifest != NULL &&
+      !opts->dry_run) {
+    int merr = pc__manifest_write(r, opts->manifest);
+    if (merr != 0)
+      pc__run_error(r, opts->manifest, merr);
+  }
+  if (totals != NULL)
+    *totals = r->totals;
+
+out:
+  if (loop_open)
+    uv_loop_close(&r->loop);
+  free_run(r);
+  free(r);
+  return err;
+}

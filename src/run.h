@@ -1,0 +1,103 @@
+/* The state of one pc_run(): owned and written by the loop thread only. */
+#ifndef PC_RUN_H
+#define PC_RUN_H
+
+#include "common.h"
+#include "job.h"
+
+#include <sys/stat.h>
+#include <uv.h>
+
+typedef struct pc__root {
+  char *dir;        /* directory to open; "" means the current one */
+  char *label;      /* as the manifest names it */
+  char *file;       /* for a file PATH: its base name, else NULL */
+} pc__root_t;
+
+/* One file's line in the manifest. */
+typedef struct pc__rec {
+  char *path; /* owned, relative to its root */
+  uint32_t root;
+  pc_skip_t skip;
+  int err;
+  uint64_t size;
+  int64_t mtime_ns;
+  pc_output_t out[PC_NFORMATS];
+} pc__rec_t;
+
+typedef struct pc__dir {
+  uint32_t root;
+  char *rel; /* owned; "" for the root itself */
+} pc__dir_t;
+
+typedef struct pc__devino {
+  dev_t dev;
+  ino_t ino;
+} pc__devino_t;
+
+typedef struct pc__run {
+  uv_loop_t loop;
+  const pc_options_t *opts;
+  pc__cfg_t cfg;
+  pc__root_t *roots;
+  uint32_t nroots;
+  size_t *skip_len; /* strlen of each skip-list entry */
+  const char *const *skip_ext;
+  size_t nskip_ext;
+
+  /* Walk. */
+  uv_idle_t idle;
+  pc__dir_t *dirs; /* directories still to read (a stack) */
+  size_t ndirs, capdirs;
+  struct {
+    char **names; /* sorted entries of the directory being visited */
+    size_t n, i;
+    int fd;
+    uint32_t root;
+    char *rel;
+    char *full;
+  } cur;
+  pc__devino_t *seen; /* directories entered (open-addressing set) */
+  size_t nseen, capseen;
+  int man_known; /* the manifest exists: never an input */
+  dev_t man_dev;
+  ino_t man_ino;
+  int walk_done;
+
+  /* Schedule: a max-heap of jobs by size; at most `jobs` in the pool. */
+  pc__job_t **heap;
+  size_t nheap, capheap;
+  unsigned in_flight, jobs;
+
+  /* Results. */
+  pc__rec_t *recs; /* only with a manifest */
+  size_t nrecs, caprecs;
+  pc_totals_t totals;
+  pc_progress_t progress;
+  uv_timer_t timer;
+  uv_signal_t sigint, sigterm;
+  int stopping;
+  int fatal; /* a negative code that ends the run (ENOMEM) */
+} pc__run_t;
+
+/* walk.c */
+int pc__walk_start(pc__run_t *r);
+/* Visits up to `budget` entries. Returns 1 when the walk is over. */
+int pc__walk_step(pc__run_t *r, unsigned budget);
+void pc__walk_stop(pc__run_t *r);
+
+/* run.c: the walk hands every file over through these two. */
+/* A file that gets no job (skipped, or failed before it could start). Takes
+ * ownership of rel.
+ */
+void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
+                  pc_skip_t skip, const struct stat *st, int err);
+/* A file to compress. Takes ownership of job. */
+void pc__run_push(pc__run_t *r, pc__job_t *job);
+/* An error about no one file (a directory that cannot be read). */
+void pc__run_error(pc__run_t *r, const char *path, int err);
+
+/* manifest.c */
+int pc__manifest_write(pc__run_t *r, const char *path);
+
+#endif /* PC_RUN_H */

@@ -1,0 +1,369 @@
+/* The walk: PATHs -> files, on the loop thread, a slice at a time.
+ *
+ * A directory is read whole and sorted before any of its entries is looked
+ * at (a snapshot: outputs written into it meanwhile are not walked), then
+ * its entries are visited `budget` at a time so that finished jobs are
+ * collected and new ones submitted while a large tree is still being read.
+ * Only one directory is open at any time; those still to read wait on a
+ * stack as relative paths.
+ */
+#include "run.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds (dev, ino) to the set of directories entered. 1 if it was new, 0 if
+ * seen already, -ENOMEM.
+ */
+static int seen_add(pc__run_t *r, dev_t dev, ino_t ino) {
+  size_t i, mask;
+
+  if (r->nseen * 2 >= r->capseen) {
+    size_t ncap = r->capseen ? r->capseen * 2 : 256, k;
+    pc__devino_t *n = calloc(ncap, sizeof(*n));
+    if (n == NULL)
+      return -ENOMEM;
+    for (k = 0; k < r->capseen; k++) {
+      pc__devino_t e = r->seen[k];
+      if (e.dev == 0 && e.ino == 0)
+        continue;
+      for (i = (size_t)(e.ino * 0x9e3779b97f4a7c15u ^ e.dev) & (ncap - 1);
+           n[i].dev || n[i].ino; i = (i + 1) & (ncap - 1))
+        ;
+      n[i] = e;
+    }
+    free(r->seen);
+    r->seen = n;
+    r->capseen = ncap;
+  }
+  mask = r->capseen - 1;
+  for (i = (size_t)(ino * 0x9e3779b97f4a7c15u ^ dev) & mask;
+       r->seen[i].dev || r->seen[i].ino; i = (i + 1) & mask)
+    if (r->seen[i].dev == dev && r->seen[i].ino == ino)
+      return 0;
+  r->seen[i].dev = dev;
+  r->seen[i].ino = ino;
+  r->nseen++;
+  return 1;
+}
+
+static int push_dir(pc__run_t *r, uint32_t root, char *rel) {
+  if (r->ndirs == r->capdirs) {
+    size_t ncap = r->capdirs ? r->capdirs * 2 : 64;
+    pc__dir_t *n = realloc(r->dirs, ncap * sizeof(*n));
+    if (n == NULL) {
+      free(rel);
+      return -ENOMEM;
+    }
+    r->dirs = n;
+    r->capdirs = ncap;
+  }
+  r->dirs[r->ndirs].root = root;
+  r->dirs[r->ndirs].rel = rel;
+  r->ndirs++;
+  return 0;
+}
+
+static int on_skip_list(const pc__run_t *r, const char *name, size_t len) {
+  size_t k;
+  for (k = 0; k < r->nskip_ext; k++) {
+    size_t el = r->skip_len[k];
+    if (el > 0 && len > el && name[len - el - 1] == '.' &&
+        strcasecmp(name + len - el, r->skip_ext[k]) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static int excluded(const pc__run_t *r, const char *rel) {
+  const pc_options_t *o = r->opts;
+  size_t k;
+  for (k = 0; k < o->nexclude; k++)
+    if (pc_glob_match(o->exclude[k], rel))
+      return 1;
+  if (o->ninclude == 0)
+    return 0;
+  for (k = 0; k < o->ninclude; k++)
+    if (pc_glob_match(o->include[k], rel))
+      return 0;
+  return 1;
+}
+
+/* 1 if `name` is FILE.gz/.br/.zst and FILE is in the sorted `names`. */
+static int is_own_output(const char *name, size_t len, char **names,
+                         size_t n) {
+  int f = pc__output_format_of(name, len);
+  size_t base;
+  char *key;
+  int hit;
+
+  if (f < 0 || names == NULL)
+    return 0;
+  base = len - strlen(pc_format_ext((pc_format_t)f)) - 1;
+  key = malloc(base + 1);
+  if (key == NULL)
+    return 0;
+  memcpy(key, name, base);
+  key[base] = '\0';
+  hit = bsearch(&key, names, n, sizeof(*names), cmp_names) != NULL;
+  free(key);
+  return hit;
+}
+
+/* Looks at one entry of directory `dfd` (full name `dfull`, relative name
+ * `drel`) and hands it on: a directory to the stack, a file to a job or a
+ * skip record. `names` (sorted, may be NULL) is the directory's listing.
+ */
+static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
+                  const char *drel, const char *name, char **names,
+                  size_t nnames) {
+  size_t len = strlen(name);
+  char *full = pc__path_join(dfull, name);
+  char *rel = pc__path_join(drel, name);
+  struct stat st;
+  int via_link = 0;
+
+  if (full == NULL || rel == NULL) {
+    r->fatal = -ENOMEM;
+    goto out;
+  }
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno != ENOENT) /* gone since the listing: nothing to do */
+      pc__run_skip(r, root, rel, full, PC_SKIP_NONE, NULL, PC__ERRNO()),
+          rel = NULL;
+    goto out;
+  }
+  if (S_ISREG(st.st_mode) && pc__is_temp_name(name)) {
+    /* A temp file of ours, left by a killed run: never an input. */
+    if (!r->cfg.dry_run)
+      unlinkat(dfd, name, 0);
+    goto out;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    struct stat t;
+    if (fstatat(dfd, name, &t, 0) != 0) {
+      pc__run_skip(r, root, rel, full, PC_SKIP_BROKEN_LINK, NULL, 0);
+      rel = NULL;
+      goto out;
+    }
+    if (S_ISDIR(t.st_mode)) {
+      if (r->opts->follow) {
+        if (push_dir(r, root, rel) != 0)
+          r->fatal = -ENOMEM;
+        rel = NULL;
+      }
+      goto out;
+    }
+    st = t;
+    via_link = 1;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    if (push_dir(r, root, rel) != 0)
+      r->fatal = -ENOMEM;
+    rel = NULL;
+    goto out;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    pc__run_skip(r, root, rel, full, PC_SKIP_SPECIAL, &st, 0);
+    rel = NULL;
+    goto out;
+  }
+  if (r->man_known && st.st_dev == r->man_dev && st.st_ino == r->man_ino)
+    goto out;
+  if (is_own_output(name, len, names, nnames))
+    goto out;
+
+  if (excluded(r, rel))
+    pc__run_skip(r, root, rel, full, PC_SKIP_EXCLUDED, &st, 0);
+  else if (pc__output_format_of(name, len) >= 0 ||
+           on_skip_list(r, name, len))
+    pc__run_skip(r, root, rel, full, PC_SKIP_EXTENSION, &st, 0);
+  else if (st.st_size == 0)
+    pc__run_skip(r, root, rel, full, PC_SKIP_EMPTY, &st, 0);
+  else if ((uint64_t)st.st_size < r->opts->min_size)
+    pc__run_skip(r, root, rel, full, PC_SKIP_MIN_SIZE, &st, 0);
+  else {
+    size_t rel_off = strlen(full) - strlen(rel);
+    pc__job_t *j = pc__job_new(full, rel_off, root, &st, via_link, &r->cfg);
+    full = NULL; /* the job owns it now, even when NULL came back */
+    if (j == NULL)
+      r->fatal = -ENOMEM;
+    else
+      pc__run_push(r, j);
+    goto out;
+  }
+  rel = NULL;
+out:
+  free(full);
+  free(rel);
+}
+
+static void close_cur(pc__run_t *r) {
+  size_t k;
+  for (k = 0; k < r->cur.n; k++)
+    free(r->cur.names[k]);
+  free(r->cur.names);
+  if (r->cur.fd >= 0)
+    close(r->cur.fd);
+  free(r->cur.rel);
+  free(r->cur.full);
+  r->cur.names = NULL;
+  r->cur.n = r->cur.i = 0;
+  r->cur.fd = -1;
+  r->cur.rel = r->cur.full = NULL;
+}
+
+/* Opens the next directory from the stack and reads its listing. */
+static void open_next(pc__run_t *r) {
+  pc__dir_t d = r->dirs[--r->ndirs];
+  const pc__root_t *root = &r->roots[d.root];
+  char *full = pc__path_join(root->dir, d.rel);
+  struct stat st;
+  struct dirent *de;
+  DIR *dir = NULL;
+  int fd = -1, fd2, err = 0;
+
+  r->cur.fd = -1;
+  if (full == NULL) {
+    r->fatal = -ENOMEM;
+    goto fail;
+  }
+  fd = open(full[0] ? full : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    err = PC__ERRNO();
+    goto fail;
+  }
+  /* Entered already: a symlink loop, or two links to one directory. */
+  if ((err = seen_add(r, st.st_dev, st.st_ino)) <= 0) {
+    if (err < 0)
+      r->fatal = err;
+    err = 0;
+    goto fail;
+  }
+  err = 0;
+  /* fdopendir() takes its descriptor; keep ours for fstatat(). */
+  fd2 = dup(fd);
+  if (fd2 < 0 || (dir = fdopendir(fd2)) == NULL) {
+    err = PC__ERRNO();
+    if (fd2 >= 0)
+      close(fd2);
+    goto fail;
+  }
+  r->cur.fd = fd;
+  fd = -1;
+  r->cur.root = d.root;
+  r->cur.rel = d.rel;
+  d.rel = NULL;
+  r->cur.full = full;
+  full = NULL;
+  for (;;) {
+    size_t cap = r->cur.n;
+    errno = 0;
+    de = readdir(dir);
+    if (de == NULL) {
+      if (errno != 0)
+        err = PC__ERRNO();
+      break;
+    }
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    if ((cap & (cap - 1)) == 0) { /* n is 0 or a power of two: grow */
+      char **n = realloc(r->cur.names, (cap ? cap * 2 : 16) * sizeof(*n));
+      if (n == NULL) {
+        r->fatal = -ENOMEM;
+        break;
+      }
+      r->cur.names = n;
+    }
+    if ((r->cur.names[r->cur.n] = pc__strdup(de->d_name)) == NULL) {
+      r->fatal = -ENOMEM;
+      break;
+    }
+    r->cur.n++;
+  }
+  closedir(dir);
+  if (err != 0) {
+    pc__run_error(r, r->cur.full, err);
+    close_cur(r);
+    return;
+  }
+  if (r->cur.n > 1)
+    qsort(r->cur.names, r->cur.n, sizeof(*r->cur.names), cmp_names);
+  return;
+
+fail:
+  if (err != 0)
+    pc__run_error(r, full, err);
+  if (fd >= 0)
+    close(fd);
+  free(full);
+  free(d.rel);
+}
+
+int pc__walk_start(pc__run_t *r) {
+  uint32_t k;
+
+  r->cur.fd = -1;
+  /* Push in reverse so the first PATH is walked first. */
+  for (k = r->nroots; k-- > 0;) {
+    const pc__root_t *root = &r->roots[k];
+    if (root->file != NULL) {
+      int dfd = root->dir[0] ? open(root->dir, O_RDONLY | O_DIRECTORY |
+                                                  O_CLOEXEC)
+                             : AT_FDCWD;
+      if (dfd == -1) {
+        pc__run_error(r, root->dir, PC__ERRNO());
+        continue;
+      }
+      visit(r, k, dfd, root->dir, "", root->file, NULL, 0);
+      if (dfd != AT_FDCWD)
+        close(dfd);
+    } else {
+      char *rel = pc__strdup("");
+      if (rel == NULL || push_dir(r, k, rel) != 0)
+        return -ENOMEM;
+    }
+  }
+  return r->fatal;
+}
+
+int pc__walk_step(pc__run_t *r, unsigned budget) {
+  while (budget > 0 && r->fatal == 0) {
+    if (r->cur.names == NULL && r->cur.fd < 0) {
+      if (r->ndirs == 0)
+        return 1;
+      open_next(r);
+      budget--;
+      continue;
+    }
+    while (r->cur.i < r->cur.n && budget > 0) {
+      visit(r, r->cur.root, r->cur.fd, r->cur.full, r->cur.rel,
+            r->cur.names[r->cur.i], r->cur.names, r->cur.n);
+      r->cur.i++;
+      budget--;
+    }
+    if (r->cur.i == r->cur.n)
+      close_cur(r);
+  }
+  return r->fatal != 0;
+}
+
+void pc__walk_stop(pc__run_t *r) {
+  close_cur(r);
+  while (r->ndirs > 0)
+    free(r->dirs[--r->ndirs].rel);
+  free(r->dirs);
+  r->dirs = NULL;
+  r->capdirs = 0;
+  free(r->seen);
+  r->seen = NULL;
+  r->nseen = r->capseen = 0;
+}
