@@ -280,12 +280,14 @@ static cli_status_t set_skip_ext(parser_t *p, const char *value) {
   char *s;
   size_t n;
 
+  /* n items need n - 1 commas between them, so len / 2 + 1 items at most,
+   * plus the terminating NULL.
+   */
   buf = strdup(value);
-  if (buf == NULL)
-    return fail(args, CLI_ENOMEM, "out of memory");
   list = calloc(strlen(value) / 2 + 2, sizeof(*list));
-  if (list == NULL) {
+  if (buf == NULL || list == NULL) {
     free(buf);
+    free(list);
     return fail(args, CLI_ENOMEM, "out of memory");
   }
 

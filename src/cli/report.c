@@ -47,7 +47,6 @@ void cli_report_init(cli_report_t *r, const cli_args_t *args,
   r->args = args;
   r->formats = args->opts.formats;
   r->start_ns = start_ns;
-  r->stdout_tty = isatty(STDOUT_FILENO);
   switch (args->progress) {
   case CLI_PROGRESS_ALWAYS:
     r->progress = 1;
@@ -68,12 +67,17 @@ void cli_report_clear(cli_report_t *r) {
   r->shown = 0;
 }
 
-/* Called before a line goes to stdout. The progress line only has to go
- * when stdout is the terminal it is drawn on.
+/* Called before a line goes to stdout. Even when stdout is not a terminal
+ * it may end up on one (| tee), so the progress line always goes first,
+ * and the line is flushed (after_stdout) before the bar is drawn again.
  */
 static void before_stdout(cli_report_t *r) {
-  if (r->stdout_tty)
-    cli_report_clear(r);
+  cli_report_clear(r);
+}
+
+static void after_stdout(cli_report_t *r) {
+  if (r->progress)
+    fflush(stdout);
 }
 
 void cli_report_msg(cli_report_t *r, const char *fmt, ...) {
@@ -104,31 +108,27 @@ static void verbose_line(cli_report_t *r, const pc_file_t *f) {
   const char *sep = " ";
   int i;
 
-  /* A failed file has its line on stderr already. */
-  if (f->err != 0)
-    return;
   before_stdout(r);
   if (f->skip != PC_SKIP_NONE) {
     printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(f->skip));
-    return;
-  }
-  if (!any_kept(f)) {
+  } else if (!any_kept(f)) {
     printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(PC_SKIP_RATIO));
-    return;
-  }
-  printf("compressed %s (%" PRIu64 " ->", f->fullpath, f->size);
-  for (i = 0; i < PC_NFORMATS; i++) {
-    const pc_output_t *o = &f->out[i];
+  } else {
+    printf("compressed %s (%" PRIu64 " ->", f->fullpath, f->size);
+    for (i = 0; i < PC_NFORMATS; i++) {
+      const pc_output_t *o = &f->out[i];
 
-    if (o->state == PC_OUT_KEPT) {
-      printf("%s%s %" PRIu64, sep, pc_format_ext((pc_format_t) i), o->size);
-      sep = ", ";
-    } else if (o->state == PC_OUT_RATIO) {
-      printf("%s%s ratio", sep, pc_format_ext((pc_format_t) i));
-      sep = ", ";
+      if (o->state == PC_OUT_KEPT) {
+        printf("%s%s %" PRIu64, sep, pc_format_ext((pc_format_t) i),
+               o->size);
+        sep = ", ";
+      } else if (o->state == PC_OUT_RATIO) {
+        printf("%s%s ratio", sep, pc_format_ext((pc_format_t) i));
+        sep = ", ";
+      }
     }
+    fputs(")\n", stdout);
   }
-  fputs(")\n", stdout);
 }
 
 /* The dry-run listing says what a real run would do to each output name;
@@ -171,10 +171,12 @@ void cli_report_file(void *data, const pc_file_t *file) {
     cli_report_msg(r, "%s: %s",
                    file->err_path != NULL ? file->err_path : file->fullpath,
                    pc_strerror(file->err));
-  if (r->args->verbose)
+  /* A failed file has its line on stderr already. */
+  if (r->args->verbose && file->err == 0)
     verbose_line(r, file);
   if (r->args->opts.dry_run)
     listing_lines(r, file);
+  after_stdout(r);
 }
 
 void cli_report_error(void *data, const char *path, int err) {
@@ -203,9 +205,10 @@ static void format_eta(char *buf, size_t size, double s) {
     snprintf(buf, size, "%lu:%02lu", t / 60, t % 60);
 }
 
-/* Draws the line "[#####.....]  45%  123/456 files  1.2 MiB/3.4 MiB
- * 8.1 MiB/s  ETA 0:04". Until the walk is done the totals still grow, so
- * there is no bar, percentage or ETA, only "scanning".
+/* Draws "[####......]  45%  123/456 files   1.2 MiB/3.4 MiB   8.1 MiB/s  ETA
+ * 0:04", the bar only when the terminal is wide enough. Until the walk is
+ * done the totals still grow, so there is no bar, percentage or ETA, only
+ * "scanning".
  */
 static void progress_draw(cli_report_t *r, const pc_progress_t *p,
                           uint64_t now) {
@@ -214,6 +217,7 @@ static void progress_draw(cli_report_t *r, const pc_progress_t *p,
   char done[32];
   char total[32];
   char rate[40];
+  char total_files[24];
   char eta[32];
   double elapsed = (double) (now - r->start_ns) / 1e9;
   double bps = 0;
@@ -226,22 +230,28 @@ static void progress_draw(cli_report_t *r, const pc_progress_t *p,
   if (elapsed >= 0.2 && p->bytes_done > 0) {
     bps = (double) p->bytes_done / elapsed;
     cli_human_bytes(rate, sizeof(rate), (uint64_t) bps);
-    strcat(rate, "/s");
   } else {
-    strcpy(rate, "-- B/s");
+    strcpy(rate, "-- B");
   }
-  if (!p->walk_done)
+  if (!p->walk_done) {
     strcpy(eta, "scanning");
-  else if (bps > 0 && p->bytes_total >= p->bytes_done) {
+  } else if (bps > 0 && p->bytes_total >= p->bytes_done) {
     memcpy(eta, "ETA ", 4);
     format_eta(eta + 4, sizeof(eta) - 4,
                (double) (p->bytes_total - p->bytes_done) / bps);
-  } else
+  } else {
     strcpy(eta, "ETA --");
+  }
 
+  /* Fixed-width fields keep the line from jittering as the numbers
+   * change, and its length stable enough that the bar stays or goes
+   * for good.
+   */
+  len = snprintf(total_files, sizeof(total_files), "%" PRIu64,
+                 p->files_total);
   len = snprintf(rest, sizeof(rest),
-                 "%" PRIu64 "/%" PRIu64 " files  %s/%s  %s  %s",
-                 p->files_done, p->files_total, done, total, rate, eta);
+                 "%*" PRIu64 "/%s files  %9s/%s  %9s/s  %-8s", len,
+                 p->files_done, total_files, done, total, rate, eta);
   n = len > 0 ? (size_t) len : 0;
 
   if (p->walk_done) {
@@ -249,14 +259,21 @@ static void progress_draw(cli_report_t *r, const pc_progress_t *p,
     uint64_t pct_total = p->bytes_total > 0 ? p->bytes_total : p->files_total;
     unsigned pct = pct_total > 0 ? (unsigned) (pct_done * 100 / pct_total)
                                  : 100;
-    size_t width = 20;
+    size_t width = 0;
     char bar[24];
     size_t fill;
 
     if (pct > 100)
       pct = 100;
-    /* The bar goes first when the terminal is wide enough for it. */
-    if (n + width + 9 < cols) {
+    /* The bar goes first, 10 to 20 columns, when the terminal has room:
+     * "[", "] ", "100%" and "  " take 9 columns more, and the last column
+     * stays free.
+     */
+    if (cols > n + 10)
+      width = cols - n - 10;
+    if (width > 20)
+      width = 20;
+    if (width >= 10) {
       fill = width * pct / 100;
       memset(bar, '#', fill);
       memset(bar + fill, '.', width - fill);
@@ -275,8 +292,6 @@ static void progress_draw(cli_report_t *r, const pc_progress_t *p,
   if (cols > 1 && n > cols - 1)
     n = cols - 1;
 
-  if (r->stdout_tty)
-    fflush(stdout);
   fprintf(stderr, "\r%.*s", (int) n, line);
   if (r->shown > n)
     fprintf(stderr, "%*s", (int) (r->shown - n), "");

@@ -25,7 +25,6 @@ typedef struct cli_report {
   const cli_args_t *args;
   unsigned formats;     /* enabled formats, from args->opts */
   int progress;         /* 1 when the progress line is drawn */
-  int stdout_tty;       /* stdout shares the terminal with the line */
   size_t shown;         /* columns of the progress line on screen, 0 none */
   uint64_t start_ns;    /* when the run started, for the rate */
   uint64_t last_draw_ns;
