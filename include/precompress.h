@@ -115,6 +115,8 @@ typedef struct pc_file {
   uint64_t size;
   int64_t mtime_ns;     /* 0 when unknown (special files, broken links) */
   pc_skip_t skip;       /* PC_SKIP_NONE if compression ran (or failed) */
+  int unchanged;        /* outputs current per the earlier manifest: the
+                           file was not read; out[] is from that manifest */
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
@@ -133,7 +135,8 @@ typedef struct pc_progress {
 typedef struct pc_totals {
   uint64_t files;      /* files recorded (everything but our own outputs) */
   uint64_t bytes;      /* their total size */
-  uint64_t compressed; /* files with at least one output kept */
+  uint64_t compressed; /* files compressed, at least one output kept */
+  uint64_t unchanged;  /* files left alone: unchanged since the manifest */
   uint64_t skipped[PC_SKIP_MAX_]; /* files with no output, by reason */
   uint64_t failed;     /* files that failed */
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
@@ -179,7 +182,13 @@ typedef struct pc_options {
 
   int follow;       /* enter symlinked directories */
   unsigned jobs;    /* files compressed at once; 0 = pc_default_jobs() */
-  const char *manifest; /* write the JSON manifest here (NULL: none) */
+  /* Write the JSON manifest here (NULL: none). When it exists already and
+   * was written with the same formats, levels and ratio, a file whose size
+   * and mtime match its record and whose outputs are present with the
+   * recorded sizes and the source's mtime is not read again.
+   */
+  const char *manifest;
+  int force;        /* ignore the earlier manifest: compress every file */
   int dry_run;      /* do everything but write, replace or remove */
 
   /* Callbacks, all made on the thread that called pc_run(). */

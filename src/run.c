@@ -84,6 +84,8 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
   }
   if (rec->err != 0)
     t->failed++;
+  else if (rec->unchanged)
+    t->unchanged++;
   else if (rec->skip != PC_SKIP_NONE)
     t->skipped[rec->skip]++;
   else if (kept)
@@ -100,6 +102,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.size = rec->size;
     file.mtime_ns = rec->mtime_ns;
     file.skip = rec->skip;
+    file.unchanged = rec->unchanged;
     file.err = rec->err;
     file.err_path = err_path;
     memcpy(file.out, rec->out, sizeof(file.out));
@@ -143,6 +146,25 @@ void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
     for (f = 0; f < PC_NFORMATS; f++)
       if (r->cfg.formats & PC_FMT_BIT(f))
         rec.out[f].state = PC_OUT_FAILED;
+  }
+  r->progress.files_total++;
+  record(r, &rec, full, full);
+}
+
+void pc__run_unchanged(pc__run_t *r, uint32_t root, char *rel,
+                       const char *full, const pc__prev_rec_t *prev) {
+  pc__rec_t rec;
+  int f;
+
+  memset(&rec, 0, sizeof(rec));
+  rec.path = rel;
+  rec.root = root;
+  rec.unchanged = 1;
+  rec.size = prev->size;
+  rec.mtime_ns = prev->mtime_ns;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    rec.out[f].state = prev->out[f].state;
+    rec.out[f].size = prev->out[f].size;
   }
   r->progress.files_total++;
   record(r, &rec, full, full);
@@ -334,6 +356,7 @@ static void free_run(pc__run_t *r) {
   }
   free(r->roots);
   free(r->skip_len);
+  pc__prev_free(r->prev);
 }
 
 /* libuv sizes its pool once, at first use, from UV_THREADPOOL_SIZE. */
@@ -386,6 +409,24 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   }
   if ((err = make_roots(r)) != 0)
     goto out;
+  if (opts->manifest != NULL && !opts->force) {
+    char **labels = malloc(r->nroots * sizeof(*labels));
+    uint32_t k2;
+    if (labels == NULL) {
+      err = -ENOMEM;
+      goto out;
+    }
+    for (k2 = 0; k2 < r->nroots; k2++)
+      labels[k2] = r->roots[k2].label;
+    err = pc__prev_load(&r->prev, opts->manifest, opts->formats, opts->level,
+                        opts->ratio_num, opts->ratio_den, labels, r->nroots);
+    free(labels);
+    if (err != 0) {
+      /* Unreadable or not a manifest: say so, and compress everything. */
+      pc__run_error(r, opts->manifest, err);
+      err = 0;
+    }
+  }
 
   size_pool(r->jobs);
   if ((err = uv_loop_init(&r->loop)) != 0)

@@ -4,6 +4,7 @@
 
 #include "common.h"
 #include "job.h"
+#include "prev.h"
 
 #include <sys/stat.h>
 #include <uv.h>
@@ -20,6 +21,7 @@ typedef struct pc__rec {
   uint32_t root;
   pc_skip_t skip;
   int err;
+  int unchanged;
   uint64_t size;
   int64_t mtime_ns;
   pc_output_t out[PC_NFORMATS];
@@ -59,6 +61,7 @@ typedef struct pc__run {
   } cur;
   pc__devino_t *seen; /* directories entered (open-addressing set) */
   size_t nseen, capseen;
+  pc__prev_t *prev; /* the earlier manifest's records, or NULL */
   int man_known; /* the manifest exists: never an input */
   dev_t man_dev;
   ino_t man_ino;
@@ -92,6 +95,11 @@ void pc__walk_stop(pc__run_t *r);
  */
 void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
                   pc_skip_t skip, const struct stat *st, int err);
+/* A file whose outputs are current per the earlier manifest. Takes
+ * ownership of rel.
+ */
+void pc__run_unchanged(pc__run_t *r, uint32_t root, char *rel,
+                       const char *full, const pc__prev_rec_t *prev);
 /* A file to compress. Takes ownership of job. */
 void pc__run_push(pc__run_t *r, pc__job_t *job);
 /* An error about no one file (a directory that cannot be read). */

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -118,6 +119,48 @@ static int is_own_output(const char *name, size_t len, char **names,
   return hit;
 }
 
+/* 1 if the earlier manifest records this file with its current size and
+ * mtime, and every output it recorded is there with its size and the
+ * source's mtime (as we stamp it), and none it did not keep is there.
+ * Costs a stat per output, never a read.
+ */
+static int is_unchanged(const pc__run_t *r, uint32_t root, int dfd,
+                        const char *name, const char *rel,
+                        const struct stat *st) {
+  const pc__prev_rec_t *p = pc__prev_find(r->prev, root, rel);
+  size_t len = strlen(name);
+  char oname[NAME_MAX + 1];
+  int f;
+
+  if (p == NULL || p->size != (uint64_t)st->st_size ||
+      p->mtime_ns != (int64_t)st->st_mtim.tv_sec * 1000000000 +
+                         st->st_mtim.tv_nsec)
+    return 0;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const char *ext = pc_format_ext((pc_format_t)f);
+    struct stat ost;
+    int there;
+    if (!(r->cfg.formats & PC_FMT_BIT(f)))
+      continue;
+    if (len + 1 + strlen(ext) > NAME_MAX)
+      return 0;
+    memcpy(oname, name, len);
+    oname[len] = '.';
+    strcpy(oname + len + 1, ext);
+    there = fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0;
+    if (p->out[f].state == PC_OUT_KEPT) {
+      if (!there || !S_ISREG(ost.st_mode) ||
+          (uint64_t)ost.st_size != p->out[f].size ||
+          ost.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+          ost.st_mtim.tv_nsec != st->st_mtim.tv_nsec)
+        return 0;
+    } else if (there || errno != ENOENT) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 /* Looks at one entry of directory `dfd` (full name `dfull`, relative name
  * `drel`) and hands it on: a directory to the stack, a file to a job or a
  * skip record. `names` (sorted, may be NULL) is the directory's listing.
@@ -190,6 +233,9 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     pc__run_skip(r, root, rel, full, PC_SKIP_EMPTY, &st, 0);
   else if ((uint64_t)st.st_size < r->opts->min_size)
     pc__run_skip(r, root, rel, full, PC_SKIP_MIN_SIZE, &st, 0);
+  else if (is_unchanged(r, root, dfd, name, rel, &st))
+    pc__run_unchanged(r, root, rel, full,
+                      pc__prev_find(r->prev, root, rel));
   else {
     size_t rel_off = strlen(full) - strlen(rel);
     pc__job_t *j = pc__job_new(full, rel_off, root, &st, via_link, &r->cfg);

@@ -20,6 +20,7 @@ typedef enum opt_id {
   OPT_INCLUDE,
   OPT_EXCLUDE,
   OPT_FOLLOW,
+  OPT_FORCE,
   OPT_JOBS,
   OPT_MANIFEST,
   OPT_DRY_RUN,
@@ -57,6 +58,7 @@ static const opt_def_t opt_table[] = {
   {"include", 0, 1, OPT_INCLUDE},
   {"exclude", 0, 1, OPT_EXCLUDE},
   {"follow", 0, 0, OPT_FOLLOW},
+  {"force", 0, 0, OPT_FORCE},
   {"jobs", 'j', 1, OPT_JOBS},
   {"manifest", 0, 1, OPT_MANIFEST},
   {"dry-run", 'n', 0, OPT_DRY_RUN},
@@ -387,6 +389,9 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     break;
   case OPT_FOLLOW:
     o->follow = 1;
+    break;
+  case OPT_FORCE:
+    o->force = 1;
     break;
   case OPT_JOBS:
     if (parse_int_range(value, 1, 1024, &n))

@@ -109,7 +109,9 @@ static void verbose_line(cli_report_t *r, const pc_file_t *f) {
   int i;
 
   before_stdout(r);
-  if (f->skip != PC_SKIP_NONE) {
+  if (f->unchanged) {
+    printf("unchanged %s\n", f->fullpath);
+  } else if (f->skip != PC_SKIP_NONE) {
     printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(f->skip));
   } else if (!any_kept(f)) {
     printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(PC_SKIP_RATIO));
@@ -320,8 +322,9 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
   int i;
 
   printf("{\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
-         ",\"compressed\":%" PRIu64 ",\"skipped\":{",
-         t->files, t->bytes, t->compressed);
+         ",\"compressed\":%" PRIu64 ",\"unchanged\":%" PRIu64
+         ",\"skipped\":{",
+         t->files, t->bytes, t->compressed, t->unchanged);
   for (i = PC_SKIP_NONE + 1; i < PC_SKIP_MAX_; i++) {
     printf("%s\"%s\":%" PRIu64, sep, pc_skip_name((pc_skip_t) i),
            t->skipped[i]);
@@ -380,11 +383,12 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
   }
 
   fprintf(stderr,
-          "precompress: %s%" PRIu64 " files, %" PRIu64 " compressed, %" PRIu64
-          " skipped%s%s%s, %" PRIu64 " failed",
-          r->args->opts.dry_run ? "dry run: " : "", t->files, t->compressed,
-          skipped, len > 0 ? " (" : "", reasons, len > 0 ? ")" : "",
-          t->failed);
+          "precompress: %s%" PRIu64 " files, %" PRIu64 " compressed, ",
+          r->args->opts.dry_run ? "dry run: " : "", t->files, t->compressed);
+  if (t->unchanged > 0)
+    fprintf(stderr, "%" PRIu64 " unchanged, ", t->unchanged);
+  fprintf(stderr, "%" PRIu64 " skipped%s%s%s, %" PRIu64 " failed", skipped,
+          len > 0 ? " (" : "", reasons, len > 0 ? ")" : "", t->failed);
   if (r->args->opts.dry_run)
     fprintf(stderr, ", %" PRIu64 " changes", t->changes);
   sep = "; ";

@@ -1,0 +1,33 @@
+/* The manifest of an earlier run, read back so that files unchanged since
+ * then are skipped without being read.
+ */
+#ifndef PC_PREV_H
+#define PC_PREV_H
+
+#include "common.h"
+
+typedef struct pc__prev pc__prev_t;
+
+typedef struct pc__prev_rec {
+  uint64_t size;
+  int64_t mtime_ns;
+  pc_output_t out[PC_NFORMATS]; /* state KEPT (with size) or RATIO */
+} pc__prev_rec_t;
+
+/* Reads the manifest at `path`. *out is NULL (and 0 returned) when there is
+ * none, or when it was written with other formats, levels or ratio: its
+ * records then say nothing about what this run would write. Records of
+ * roots other than `labels` are ignored. A manifest that cannot be parsed is
+ * an error (-EINVAL), never silently trusted in part.
+ */
+int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
+                  const int *level, uint64_t ratio_num, uint64_t ratio_den,
+                  char *const *labels, uint32_t nlabels);
+
+/* The record of (root, path), or NULL. */
+const pc__prev_rec_t *pc__prev_find(const pc__prev_t *p, uint32_t root,
+                                    const char *path);
+
+void pc__prev_free(pc__prev_t *p);
+
+#endif /* PC_PREV_H */

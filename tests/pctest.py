@@ -1,0 +1,510 @@
+"""Shared helpers for the precompress CLI tests.
+
+Run by Debian's /usr/bin/python3 (python3-brotli is the byte-identity oracle).
+The program under test comes from the environment variable PRECOMPRESS.
+Every test works in its own temporary copy of fixtures/ and never writes into
+the source tree.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+
+import errno
+import gzip
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = os.environ.get("PRECOMPRESS", "")
+FIXTURES = os.environ.get("PC_FIXTURES") or os.path.join(os.path.dirname(HERE), "fixtures")
+SITE = os.path.join(FIXTURES, "site")
+
+try:
+    import brotli
+except ImportError:  # checked in main()
+    brotli = None
+
+# DESIGN.md 2.2: whitenoise's 27 plus ours.
+SKIP_EXT = (
+    "jpg jpeg png gif webp zip gz tgz bz2 tbz xz br swf flv woff woff2 3gp 3gpp asf avi m4v mov mp4 "
+    "mpeg mpg webm wmv avif jxl heic heif zst zstd 7z rar lz4 lzma mp3 ogg oga opus m4a aac flac"
+).split()
+OUT_EXTS = ("gz", "br", "zst")
+REASONS = ("extension", "excluded", "empty", "min-size", "special", "broken-link", "ratio")
+NOBODY = 65534
+
+SUMMARY_RE = re.compile(
+    r"^precompress: (?P<dry>dry run: )?(?P<files>\d+) files, (?P<compressed>\d+) compressed, "
+    r"(?P<skipped>\d+) skipped(?: \((?P<reasons>[^)]*)\))?(?:, (?P<failed>\d+) failed)?"
+    r"(?:, (?P<changes>\d+) changes)?; (?P<rest>.*)$"
+)
+TEMP_RE = re.compile(rb"^\..+\.(gz|br|zst)\.[A-Za-z0-9]{6}\.tmp$")
+ANY_TMP_RE = re.compile(rb"^\..*\.tmp$")
+
+
+# ----------------------------------------------------------------------------
+# Oracle
+# ----------------------------------------------------------------------------
+
+def gz_oracle(data):
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as f:
+        f.write(data)
+    return buf.getvalue()
+
+
+def br_oracle(data):
+    return brotli.compress(data)
+
+
+ORACLE = {"gz": gz_oracle, "br": br_oracle}
+
+
+def keeps(out_size, in_size, num=95, den=100):
+    """The keep rule of DESIGN.md 2.3, in integers."""
+    return in_size > 0 and out_size * den <= in_size * num
+
+
+def decode(fmt, path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    if fmt == "gz":
+        return gzip.decompress(blob)
+    if fmt == "br":
+        return brotli.decompress(blob)
+    if fmt == "zst":
+        p = subprocess.run(["zstd", "-d", "-c", "-q", "--", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        if p.returncode != 0:
+            raise AssertionError("zstd -d failed on %r: %s" % (path, p.stderr.decode(errors="replace")))
+        return p.stdout
+    raise ValueError(fmt)
+
+
+def words_data(size, seed=1234):
+    """Compressible but not trivial text: pseudo-random words from a seeded PRNG."""
+    r = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["".join(r.choice(letters) for _ in range(r.randint(2, 11))) for _ in range(6000)]
+    parts = []
+    n = 0
+    while n < size:
+        line = " ".join(r.choice(vocab) for _ in range(r.randint(4, 16))) + ".\n"
+        parts.append(line)
+        n += len(line)
+    return "".join(parts).encode()[:size]
+
+
+def have_zstd_build():
+    v = os.environ.get("PC_HAVE_ZSTD")
+    if v in ("0", "1"):
+        return v == "1"
+    p = subprocess.run([PROGRAM, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return b"zstd" in p.stdout
+
+
+# ----------------------------------------------------------------------------
+# Trees
+# ----------------------------------------------------------------------------
+
+def fsb(p):
+    return os.fsencode(p)
+
+
+def rel_str(b):
+    return os.fsdecode(b)
+
+
+def walk_all(root):
+    """Every entry under root (bytes rel paths), lstat'ed, symlinked dirs not entered."""
+    root = fsb(root)
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            full = os.path.join(dirpath, n)
+            out[os.path.relpath(full, root)] = os.lstat(full)
+    return out
+
+
+def listing(root):
+    """A comparable picture of a tree: type, size, mode, mtime_ns, ino, content hash."""
+    res = {}
+    for rel, st in walk_all(root).items():
+        h = None
+        if stat.S_ISREG(st.st_mode):
+            h = sha256(os.path.join(fsb(root), rel))
+        elif stat.S_ISLNK(st.st_mode):
+            h = os.readlink(os.path.join(fsb(root), rel))
+        res[rel] = (stat.S_IFMT(st.st_mode), st.st_size if not stat.S_ISDIR(st.st_mode) else 0,
+                    stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_ino, h)
+    return res
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def source_snapshot(root):
+    """Hash, mode and mtime of every regular file (followed symlinks excluded)."""
+    snap = {}
+    for rel, st in walk_all(root).items():
+        if stat.S_ISREG(st.st_mode):
+            snap[rel] = (sha256(os.path.join(fsb(root), rel)), stat.S_IMODE(st.st_mode), st.st_mtime_ns,
+                         st.st_size, st.st_ino)
+    return snap
+
+
+def temp_leftovers(root):
+    return sorted(rel for rel in walk_all(root) if ANY_TMP_RE.match(os.path.basename(rel)))
+
+
+def has_ext(name_b, exts):
+    low = name_b.lower()
+    return any(low.endswith(b"." + e.encode()) for e in exts)
+
+
+def classify(root, formats=("gz", "br"), num=95, den=100, min_size=1, skip_ext=SKIP_EXT):
+    """What the spec says a run over root must do, computed with the oracle.
+
+    Returns {rel_bytes: {"skip": reason or None, "size": n, "out": {fmt: bytes or None}}}
+    for every file the run records (our own outputs are not recorded).
+    Only regular files, symlinks to files, broken links, FIFOs and sockets are handled
+    (no --include/--exclude, no --follow).
+    """
+    entries = walk_all(root)
+    res = {}
+    broot = fsb(root)
+    for rel, st in sorted(entries.items()):
+        full = os.path.join(broot, rel)
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                tst = os.stat(full)
+            except OSError:
+                if not is_own_output(broot, rel):
+                    res[rel] = {"skip": "broken-link", "size": None, "out": {}}
+                continue
+            if stat.S_ISDIR(tst.st_mode):
+                continue  # symlinked dir, not followed: not recorded
+            st = tst
+        base = os.path.basename(rel)
+        if is_own_output(broot, rel) or TEMP_RE.match(base):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            res[rel] = {"skip": "special", "size": None, "out": {}}
+            continue
+        if has_ext(base, OUT_EXTS) or has_ext(base, skip_ext):
+            res[rel] = {"skip": "extension", "size": st.st_size, "out": {}}
+            continue
+        if st.st_size == 0:
+            res[rel] = {"skip": "empty", "size": 0, "out": {}}
+            continue
+        if st.st_size < min_size:
+            res[rel] = {"skip": "min-size", "size": st.st_size, "out": {}}
+            continue
+        with open(full, "rb") as f:
+            data = f.read()
+        out = {}
+        for fmt in formats:
+            blob = ORACLE[fmt](data)
+            out[fmt] = blob if keeps(len(blob), len(data), num, den) else None
+        skip = None if any(v is not None for v in out.values()) else "ratio"
+        res[rel] = {"skip": skip, "size": len(data), "out": out}
+    return res
+
+
+def is_own_output(broot, rel):
+    """NAME.gz/.br/.zst whose NAME exists beside it (lexists: a link counts)."""
+    for e in OUT_EXTS:
+        suf = b"." + e.encode()
+        if rel.endswith(suf) and len(rel) > len(suf):
+            if os.path.lexists(os.path.join(broot, rel[: -len(suf)])):
+                return True
+    return False
+
+
+def expected_outputs(cls):
+    """{rel_bytes_of_output: expected bytes} from classify()."""
+    outs = {}
+    for rel, c in cls.items():
+        for fmt, blob in c["out"].items():
+            if blob is not None:
+                outs[rel + b"." + fmt.encode()] = blob
+    return outs
+
+
+def make_world_accessible(path):
+    """For runs as nobody: dirs 0777, files 0666 (root still owns them)."""
+    os.chmod(path, 0o777)
+    for dirpath, dirnames, filenames in os.walk(path):
+        for d in dirnames:
+            p = os.path.join(dirpath, d)
+            if not os.path.islink(p):
+                os.chmod(p, 0o777)
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            if not os.path.islink(p) and stat.S_ISREG(os.lstat(p).st_mode):
+                os.chmod(p, 0o666)
+
+
+# ----------------------------------------------------------------------------
+# Running the program
+# ----------------------------------------------------------------------------
+
+class Result:
+    def __init__(self, args, rc, out, err):
+        self.args = args
+        self.rc = rc
+        self.out_b = out
+        self.err_b = err
+        self.out = out.decode("utf-8", "surrogateescape")
+        self.err = err.decode("utf-8", "surrogateescape")
+
+    @property
+    def out_lines(self):
+        return [l for l in self.out.split("\n") if l != ""]
+
+    @property
+    def err_lines(self):
+        """stderr lines as a terminal shows them: a progress bar redrawn with \\r is dropped."""
+        lines = (l.rsplit("\r", 1)[-1] for l in self.err.split("\n"))
+        return [l for l in lines if l.strip() != ""]
+
+    def summary(self):
+        """The parsed summary line on stderr, or None."""
+        found = [SUMMARY_RE.match(l) for l in self.err_lines]
+        found = [m for m in found if m]
+        if not found:
+            return None
+        m = found[-1]
+        d = {k: int(m.group(k) or 0) for k in ("files", "compressed", "skipped", "failed", "changes")}
+        d["dry"] = bool(m.group("dry"))
+        d["reasons"] = {}
+        if m.group("reasons"):
+            for part in m.group("reasons").split(", "):
+                n, reason = part.split(" ", 1)
+                d["reasons"][reason] = int(n)
+        d["rest"] = m.group("rest")
+        d["line"] = m.group(0)
+        return d
+
+    def error_lines(self):
+        """stderr lines other than the summary line."""
+        return [l for l in self.err_lines if not SUMMARY_RE.match(l)]
+
+    def __repr__(self):
+        return "<run %r rc=%s\n--- stdout\n%s--- stderr\n%s>" % (self.args, self.rc, self.out[-3000:], self.err[-3000:])
+
+
+def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, program=None):
+    cmd = [program or PROGRAM] + [a if isinstance(a, (bytes, str)) else str(a) for a in args]
+    if as_nobody:
+        cmd = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"] + cmd
+    pre = None
+    if umask is not None:
+        def pre():
+            os.umask(umask)
+    e = dict(os.environ)
+    e.pop("UV_THREADPOOL_SIZE", None)
+    if env:
+        e.update(env)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                           preexec_fn=pre, cwd=cwd, env=e, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as ex:
+        raise AssertionError("precompress did not finish within %ss: %r" % (timeout, args)) from ex
+    return Result(args, p.returncode, p.stdout, p.stderr)
+
+
+def load_json_strict(raw):
+    """RFC 8259: UTF-8, no NaN/Infinity, no duplicate keys, no control chars in strings."""
+    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+
+    def no_const(c):
+        raise ValueError("non-JSON constant %s" % c)
+
+    def pairs(kv):
+        keys = [k for k, _ in kv]
+        if len(keys) != len(set(keys)):
+            raise ValueError("duplicate keys in %r" % keys)
+        return dict(kv)
+
+    return json.loads(text, parse_constant=no_const, object_pairs_hook=pairs, strict=True)
+
+
+def load_manifest(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    return load_json_strict(raw), raw
+
+
+def entry_rel(e):
+    """Raw path bytes of a manifest entry."""
+    if "path_hex" in e:
+        return bytes.fromhex(e["path_hex"])
+    return e["path"].encode("utf-8")
+
+
+def manifest_by_path(m):
+    return {entry_rel(e): e for e in m["files"]}
+
+
+def manifest_counts(m, formats):
+    """The summary figures the manifest implies."""
+    c = {"files": 0, "bytes": 0, "compressed": 0, "failed": 0,
+         "skipped": {r: 0 for r in REASONS}, "formats": {}}
+    for f in formats:
+        c["formats"][f] = {"files": 0, "bytes_in": 0, "bytes_out": 0}
+    for e in m["files"]:
+        c["files"] += 1
+        c["bytes"] += e.get("size", 0) or 0
+        if "error" in e:
+            c["failed"] += 1
+            continue
+        if "skipped" in e:
+            c["skipped"][e["skipped"]] += 1
+            continue
+        kept = [f for f in formats if "size" in e.get(f, {})]
+        if kept:
+            c["compressed"] += 1
+        else:
+            c["skipped"]["ratio"] += 1
+        for f in kept:
+            c["formats"][f]["files"] += 1
+            c["formats"][f]["bytes_in"] += e["size"]
+            c["formats"][f]["bytes_out"] += e[f]["size"]
+    return c
+
+
+VERBOSE_RE = re.compile(r"^(compressed|skipped) (.+) \(([^()]*)\)$")
+
+
+def parse_verbose(res, root):
+    """-v lines -> {rel_bytes: (kind, detail)}; PATH may be full or relative to root."""
+    out = {}
+    prefix = root.rstrip("/") + "/"
+    for line in res.out_lines:
+        m = VERBOSE_RE.match(line)
+        if not m:
+            continue
+        p = m.group(2)
+        if p.startswith(prefix):
+            p = p[len(prefix):]
+        out[os.fsencode(p)] = (m.group(1), m.group(3))
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Test case base and runner
+# ----------------------------------------------------------------------------
+
+class PCTestCase(unittest.TestCase):
+    maxDiff = 8000
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pc-test-")
+        self.addCleanup(self._cleanup)
+
+    def _cleanup(self):
+        for dirpath, dirnames, filenames in os.walk(self.tmp):
+            for d in dirnames:
+                p = os.path.join(dirpath, d)
+                if not os.path.islink(p):
+                    try:
+                        os.chmod(p, 0o755)
+                    except OSError:
+                        pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def copy_site(self, name="site", src=SITE):
+        dst = os.path.join(self.tmp, name)
+        shutil.copytree(src, dst, symlinks=True)
+        return dst
+
+    def path(self, *parts):
+        return os.path.join(self.tmp, *parts)
+
+    def run_ok(self, args, **kw):
+        r = run(args, **kw)
+        self.assertEqual(r.rc, 0, "expected exit 0: %r" % r)
+        return r
+
+    def assertSourcesUnchanged(self, before, root):
+        after = source_snapshot(root)
+        for rel, v in before.items():
+            self.assertIn(rel, after, "source %r disappeared" % rel)
+            self.assertEqual(after[rel], v, "source %r was modified (hash, mode, mtime, size, inode)" % rel)
+
+    def assertNoTemps(self, root):
+        self.assertEqual(temp_leftovers(root), [], "temp files left behind")
+
+    def assertTreeMatchesOracle(self, root, before_listing, cls, extra_ok=()):
+        """Every output the oracle calls for is there with the oracle's bytes, and nothing else was written."""
+        want = expected_outputs(cls)
+        after = walk_all(root)
+        new = set(after) - set(before_listing) - set(extra_ok)
+        self.assertEqual(sorted(new), sorted(want), "files written differ from what the keep rule calls for")
+        for rel, blob in want.items():
+            full = os.path.join(fsb(root), rel)
+            st = os.lstat(full)
+            self.assertTrue(stat.S_ISREG(st.st_mode), "%r is not a regular file" % rel)
+            with open(full, "rb") as f:
+                got = f.read()
+            if got != blob:
+                self.fail("%r: bytes differ from the oracle (got %d bytes, oracle %d)" % (rel, len(got), len(blob)))
+            fmt = rel.rsplit(b".", 1)[1].decode()
+            src = os.path.join(fsb(root), rel[: -len(fmt) - 1])
+            with open(src, "rb") as f:
+                self.assertEqual(decode(fmt, full), f.read(), "%r does not decode to its source" % rel)
+
+
+def require_program():
+    if not PROGRAM:
+        print("PRECOMPRESS is not set: run through `meson test` or set PRECOMPRESS=path/to/precompress")
+        sys.exit(1)
+    if not os.access(PROGRAM, os.X_OK):
+        print("PRECOMPRESS=%r is not an executable" % PROGRAM)
+        sys.exit(1)
+    if brotli is None:
+        print("the brotli module is missing: run with Debian's /usr/bin/python3 and apt-get install python3-brotli")
+        sys.exit(1)
+
+
+def main():
+    require_program()
+    mod = sys.modules["__main__"]
+    suite = unittest.TestLoader().loadTestsFromModule(mod)
+    if len(sys.argv) > 1:  # run selected tests: script.py TestClass.test_name ...
+        suite = unittest.TestLoader().loadTestsFromNames(sys.argv[1:], mod)
+    res = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    def tid(t):  # a failed subTest counts against its test method once
+        return getattr(t, "test_case", t).id()
+
+    failed = len({tid(t) for t, _ in res.failures + res.errors} | {tid(t) for t in res.unexpectedSuccesses})
+    skipped = len({tid(t) for t, _ in res.skipped})
+    passed = res.testsRun - failed - skipped
+    line = "%d passed, %d failed" % (passed, failed)
+    if skipped:
+        line += ", %d skipped" % skipped
+    print(line)
+    sys.stdout.flush()
+    if failed:
+        sys.exit(1)
+    if passed == 0 and skipped:
+        sys.exit(77)
+    sys.exit(0)

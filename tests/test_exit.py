@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""Exit status 0, 1, 2 (and 130/143), each caused for real; error lines on stderr."""
+import sys
+
+sys.dont_write_bytecode = True
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+from pctest import (NOBODY, SUMMARY_RE, PCTestCase, PROGRAM, decode, listing, load_manifest, main, make_world_accessible,
+                    manifest_by_path, run, source_snapshot, temp_leftovers, walk_all, words_data)
+
+HAVE_SETPRIV = shutil.which("setpriv") is not None
+
+
+class Usage(PCTestCase):
+    def test_bad_usage_exits_2_and_touches_nothing(self):
+        root = self.copy_site()
+        before = listing(root)
+        cases = [
+            ["--bogus", root],
+            ["-Z", root],
+            [],
+            ["-q"],
+            ["--gzip-level", "10", root],
+            ["--gzip-level", "0", root],
+            ["--gzip-level", "nine", root],
+            ["--gzip-level", "9x", root],
+            ["--brotli-quality", "12", root],
+            ["--brotli-quality", "-1", root],
+            ["--zstd-level", "20", root],
+            ["--max-ratio", "abc", root],
+            ["--max-ratio", "-0.5", root],
+            ["--max-ratio", "0.5x", root],
+            ["--max-ratio", "", root],
+            ["--progress", "sometimes", root],
+            ["--formats", "gz,lz4", root],
+            ["--jobs", "many", root],
+            ["--min-size", "-3", root],
+            [root, "--gzip-level"],
+            ["--no-gzip", "--no-brotli", root],
+        ]
+        for args in cases:
+            with self.subTest(args=args):
+                r = run(args, timeout=30)
+                self.assertEqual(r.rc, 2, r)
+                self.assertEqual(len(r.err_lines), 1, "bad usage: exactly one line on stderr: %r" % r)
+                line = r.err_lines[0]
+                self.assertTrue(line.startswith("precompress: "), line)
+                self.assertIn("precompress --help", line)
+                self.assertEqual(r.out, "")
+                self.assertEqual(listing(root), before, "a usage error must not touch the tree")
+
+    def test_nonexistent_path_exits_2_before_any_work(self):
+        root = self.copy_site()
+        before = listing(root)
+        missing = os.path.join(self.tmp, "no-such-dir")
+        r = run([root, missing], timeout=30)
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("precompress: %s: No such file or directory" % missing, r.err_lines)
+        self.assertEqual(listing(root), before, "exit 2 must come before any work")
+
+    def test_ok_exits_0(self):
+        root = self.copy_site()
+        r = run([root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css.gz")))
+        r = run(["--version"])
+        self.assertEqual(r.rc, 0, r)
+        self.assertRegex(r.out, r"^precompress 1\.0\.0 \(zlib [^,]+, brotli [^,]+, libuv [^,)]+(, zstd [^)]+)?\)\n$")
+        r = run(["--help"])
+        self.assertEqual(r.rc, 0, r)
+        for opt in ("--no-gzip", "--no-brotli", "--zstd", "--formats", "--gzip-level", "--brotli-quality",
+                    "--zstd-level", "--max-ratio", "--min-size", "--skip-ext", "--include", "--exclude",
+                    "--follow", "--jobs", "--manifest", "--dry-run", "--check", "--quiet", "--verbose",
+                    "--progress", "--json", "--help", "--version"):
+            self.assertIn(opt, r.out, "--help does not mention " + opt)
+        for ext in ("woff2", "3gpp", "wmv", "avif", "flac", "lzma"):
+            self.assertIn(ext, r.out, "--help does not print the skip list (" + ext + ")")
+
+
+@unittest.skipUnless(HAVE_SETPRIV, "setpriv (util-linux) is missing: cannot run as an unprivileged user")
+class AsNobody(PCTestCase):
+    """Root ignores permissions, so these run the program as nobody."""
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp, 0o777)
+        # The build dir may sit where nobody cannot reach (/root/...): run a copy from the temp dir.
+        bindir = self.path("bin")
+        os.makedirs(bindir)
+        os.chmod(bindir, 0o755)
+        self.prog = os.path.join(bindir, "precompress")
+        shutil.copy2(PROGRAM, self.prog)
+        os.chmod(self.prog, 0o755)
+        for prog in (self.prog, PROGRAM):
+            p = run(["--version"], as_nobody=True, timeout=30, program=prog)
+            if p.rc == 0:
+                self.prog = prog
+                break
+        else:
+            self.skipTest("the program cannot be run as uid %d: %r" % (NOBODY, p))
+
+    def run_nobody(self, args):
+        return run(args, as_nobody=True, program=self.prog)
+
+    def test_unreadable_file_exits_1(self):
+        root = self.copy_site()
+        make_world_accessible(root)
+        bad = os.path.join(root, "js", "app.js")
+        os.chmod(bad, 0)
+        snap = source_snapshot(root)
+        man = self.path("m.json")
+        r = self.run_nobody(["--manifest", man, root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.error_lines(), ["precompress: %s: Permission denied" % bad], r)
+        self.assertEqual(r.summary()["failed"], 1)
+        e = manifest_by_path(load_manifest(man)[0])[b"js/app.js"]
+        self.assertEqual(e.get("error"), "Permission denied")
+        self.assertEqual(load_manifest(man)[0]["totals"].get("failed"), 1)
+        self.assertFalse(os.path.lexists(bad + ".gz"))
+        for other in ("css/app.css", "index.html", "vendor/lib/deep/x.js"):
+            self.assertEqual(decode("gz", os.path.join(root, other + ".gz")),
+                             open(os.path.join(root, other), "rb").read())
+        self.assertSourcesUnchanged(snap, root)
+        self.assertNoTemps(root)
+
+    def test_read_only_directory_exits_1(self):
+        root = self.copy_site()
+        ro = os.path.join(root, "ro")
+        os.makedirs(ro)
+        with open(os.path.join(ro, "page.html"), "wb") as f:
+            f.write(b"<p>a page in a directory we may not write to</p>\n" * 50)
+        make_world_accessible(root)
+        os.chmod(ro, 0o755)  # owned by root: nobody cannot create files here
+        os.chmod(os.path.join(ro, "page.html"), 0o644)
+        snap = source_snapshot(root)
+        r = self.run_nobody(["-q", root])
+        self.assertEqual(r.rc, 1, r)
+        errs = r.error_lines()
+        self.assertEqual(len(errs), 1, "one line per failed file: %r" % r)
+        self.assertTrue(errs[0].startswith("precompress: "), errs[0])
+        self.assertIn(ro + "/", errs[0], "the error must name the path")
+        self.assertIn("Permission denied", errs[0])
+        self.assertEqual(os.listdir(ro), ["page.html"])
+        self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css.gz")))
+        self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css.br")))
+        self.assertSourcesUnchanged(snap, root)
+        self.assertNoTemps(root)
+
+
+class ChangedDuringRead(PCTestCase):
+    """A big file (streamed, brotli q11 takes seconds) is changed while the tool reads it."""
+
+    def change(self, how):
+        root = self.copy_site()
+        big = os.path.join(root, "js", "bundle.js")
+        with open(big, "wb") as f:
+            f.write(words_data(int(4.5 * 1024 * 1024), seed=11))
+        p = subprocess.Popen([PROGRAM, root], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        how(big)
+        try:
+            out, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            self.fail("precompress did not finish")
+        err_lines = [l for l in err.decode("utf-8", "surrogateescape").split("\n")
+                     if l and not SUMMARY_RE.match(l)]
+        self.assertEqual(p.returncode, 1, err)
+        self.assertEqual(err_lines, ["precompress: %s: file changed while being read" % big], err)
+        for ext in ("gz", "br"):
+            self.assertFalse(os.path.lexists(big + "." + ext), "an output was kept for a changed source")
+            self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css." + ext)))
+        self.assertNoTemps(root)
+
+    def test_file_grows_while_read(self):
+        def grow(p):
+            with open(p, "ab") as f:
+                f.write(b"\n/* appended while precompress was reading */\n")
+        self.change(grow)
+
+    def test_file_truncated_while_read(self):
+        self.change(lambda p: os.truncate(p, 1000))
+
+
+class Signals(PCTestCase):
+    def interrupt(self, sig, want_rc):
+        root = self.path("big")
+        os.makedirs(root)
+        for i in range(3):
+            with open(os.path.join(root, "part%d.txt" % i), "wb") as f:
+                f.write(words_data(1536 * 1024, seed=i))
+        p = subprocess.Popen([PROGRAM, "-q", "-j", "2", root], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.7)
+        p.send_signal(sig)
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            self.fail("precompress did not stop within 60 s of signal %d" % sig)
+        self.assertEqual(p.returncode, want_rc, err)
+        self.assertNoTemps(root)
+        # whatever was written is whole
+        for rel in walk_all(root):
+            for fmt in ("gz", "br"):
+                if rel.endswith(b"." + fmt.encode()):
+                    full = os.path.join(os.fsencode(root), rel)
+                    self.assertEqual(decode(fmt, full), open(full[: -len(fmt) - 1], "rb").read(), rel)
+
+    def test_sigint_exits_130(self):
+        self.interrupt(signal.SIGINT, 130)
+
+    def test_sigterm_exits_143(self):
+        self.interrupt(signal.SIGTERM, 143)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""Manifest: valid JSON, sorted, deterministic at any -j, odd names; --json; summary line."""
+import sys
+
+sys.dont_write_bytecode = True
+import json
+import os
+
+from pctest import (PCTestCase, REASONS, classify, entry_rel, load_json_strict, load_manifest, main,
+                    manifest_by_path, manifest_counts, run, walk_all, words_data)
+
+TEXT = b"some compressible text, repeated to make it worth it. " * 30
+
+
+class Manifest(PCTestCase):
+    def build(self):
+        root = self.copy_site()
+        broot = os.fsencode(root)
+        odd = [b"bad\xff.txt", b"docs/latin1-caf\xe9.css", b'we"ird\\name.txt', b"tab\there.txt",
+               b"ctl\x01char.txt", "snow ☃.txt".encode(),
+               # byte order differs from a per-directory walk order: b"x-y" < b"x/y", b"Z" < b"a"
+               b"x/y.txt", b"x-y.txt", b"Z.txt"]
+        os.makedirs(os.path.join(broot, b"x"))
+        for n in odd:
+            with open(os.path.join(broot, n), "wb") as f:
+                f.write(TEXT + n)
+        return root, odd
+
+    def test_j1_and_j4_give_identical_manifests(self):
+        root, _ = self.build()
+        m1, m4, m4b = self.path("m1.json"), self.path("m4.json"), self.path("m4b.json")
+        self.run_ok(["-q", "-j", "1", "--manifest", m1, root])
+        outs1 = {k: open(os.path.join(os.fsencode(root), k), "rb").read()
+                 for k in walk_all(root) if k.endswith((b".gz", b".br"))}
+        self.run_ok(["-q", "-j", "4", "--manifest", m4, root])
+        self.run_ok(["-q", "--jobs", "4", "--manifest", m4b, root])
+        a, b, c = (open(p, "rb").read() for p in (m1, m4, m4b))
+        self.assertEqual(a, b, "manifest differs between -j1 and -j4")
+        self.assertEqual(b, c, "manifest differs between two -j4 runs")
+        outs4 = {k: open(os.path.join(os.fsencode(root), k), "rb").read()
+                 for k in walk_all(root) if k.endswith((b".gz", b".br"))}
+        self.assertEqual(outs1, outs4, "outputs differ between -j1 and -j4")
+
+    def test_manifest_content(self):
+        root, odd = self.build()
+        man = self.path("m.json")
+        self.run_ok(["-q", "--manifest", man, root])
+        m, raw = load_manifest(man)  # strict: UTF-8, no NaN, no duplicate keys, no raw control chars
+        self.assertEqual(m["precompress"], 1)
+        self.assertEqual(m["options"], {"formats": ["gz", "br"], "gzip_level": 9, "brotli_quality": 11,
+                                        "max_ratio": 0.95, "min_size": 1})
+        self.assertNotIn("roots", m)
+        rels = [entry_rel(e) for e in m["files"]]
+        self.assertEqual(rels, sorted(rels), "files not sorted by path bytes")
+        self.assertEqual(len(rels), len(set(rels)), "duplicate entries")
+        cls = classify(root)
+        self.assertEqual(sorted(rels), sorted(cls), "manifest must list every file once, and no output")
+        broot = os.fsencode(root)
+        for e in m["files"]:
+            rel = entry_rel(e)
+            st = os.stat(os.path.join(broot, rel))
+            self.assertEqual(e["size"], st.st_size, rel)
+            self.assertEqual(e["mtime_ns"], st.st_mtime_ns, rel)
+            for fmt in ("gz", "br"):
+                out = os.path.join(broot, rel + b"." + fmt.encode())
+                if "size" in e.get(fmt, {}):
+                    self.assertEqual(e[fmt]["size"], os.path.getsize(out), rel)
+                else:
+                    self.assertFalse(os.path.lexists(out), rel)
+        # names that are not UTF-8: lossy "path" plus exact "path_hex"
+        byp = manifest_by_path(m)
+        e = byp[b"bad\xff.txt"]
+        self.assertEqual(e["path_hex"], b"bad\xff.txt".hex())
+        self.assertEqual(e["path"], "bad\ufffd.txt")
+        e = byp[b"docs/latin1-caf\xe9.css"]
+        self.assertEqual(e["path_hex"], b"docs/latin1-caf\xe9.css".hex())
+        self.assertEqual(e["path"], "docs/latin1-caf\ufffd.css")
+        self.assertTrue(os.path.isfile(os.path.join(broot, b"bad\xff.txt.gz")))
+        # valid UTF-8 names are plain strings, escaped as JSON requires
+        for n in (b'we"ird\\name.txt', b"tab\there.txt", b"ctl\x01char.txt", "snow ☃.txt".encode(),
+                  "docs/café – menü.css".encode()):
+            self.assertNotIn("path_hex", byp[n], n)
+            self.assertEqual(byp[n]["path"], n.decode())
+        self.assertIn(b"tab\\there.txt", raw)
+        self.assertIn(b"ctl\\u0001char.txt", raw)
+        # one entry per line
+        lines = [l.strip().rstrip(b",") for l in raw.split(b"\n") if l.strip().startswith(b'{"path"')]
+        self.assertEqual(len(lines), len(m["files"]), "each file entry must be on its own line")
+        for l in lines:
+            json.loads(l)
+        # totals agree with the entries
+        c = manifest_counts(m, ["gz", "br"])
+        t = m["totals"]
+        self.assertEqual(t["files"], c["files"])
+        self.assertEqual(t["bytes"], c["bytes"])
+        self.assertEqual(t.get("failed", 0), 0)
+        for fmt in ("gz", "br"):
+            self.assertEqual(t[fmt], {"files": c["formats"][fmt]["files"], "bytes": c["formats"][fmt]["bytes_out"]})
+
+    def test_two_roots(self):
+        a = self.copy_site("a")
+        b = self.path("b")
+        os.makedirs(os.path.join(b, "js"))
+        with open(os.path.join(b, "js", "b.js"), "wb") as f:
+            f.write(TEXT)
+        man = self.path("m.json")
+        self.run_ok(["-q", "--manifest", man, b, a])
+        m, _ = load_manifest(man)
+        self.assertEqual(len(m["roots"]), 2)
+        keys = [(e["root"], entry_rel(e)) for e in m["files"]]
+        self.assertEqual(keys, sorted(keys))
+        ib = [i for i, r in enumerate(m["roots"]) if r.rstrip("/").endswith("/b") or r.rstrip("/") == "b"]
+        self.assertEqual(len(ib), 1, m["roots"])
+        self.assertEqual([entry_rel(e) for e in m["files"] if e["root"] == ib[0]], [b"js/b.js"])
+        self.assertTrue(os.path.isfile(os.path.join(b, "js", "b.js.gz")))
+        self.assertTrue(os.path.isfile(os.path.join(a, "css", "app.css.gz")))
+
+    def test_file_path_records_base_name(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        self.run_ok(["-q", "--manifest", man, os.path.join(root, "css", "app.css")])
+        m, _ = load_manifest(man)
+        self.assertEqual([e["path"] for e in m["files"]], ["app.css"])
+        self.assertIn("size", m["files"][0]["gz"])
+
+    def test_manifest_inside_the_tree_is_not_an_input(self):
+        root = self.copy_site()
+        man = os.path.join(root, "manifest.json")
+        self.run_ok(["-q", "--manifest", man, root])
+        self.run_ok(["-q", "--manifest", man, root])
+        m, _ = load_manifest(man)
+        self.assertNotIn("manifest.json", [e["path"] for e in m["files"]])
+        self.assertFalse(os.path.lexists(man + ".gz"))
+        self.assertFalse(os.path.lexists(man + ".br"))
+        self.assertEqual([n for n in os.listdir(root) if n.startswith(".manifest")], [])
+
+
+class Summary(PCTestCase):
+    def test_json_summary_matches_manifest(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        r = run(["--json", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertIsNone(r.summary(), "--json replaces the summary line: %r" % r)
+        j = load_json_strict(r.out)
+        self.assertIsInstance(j, dict)
+        m, _ = load_manifest(man)
+        c = manifest_counts(m, ["gz", "br"])
+        for k in ("files", "bytes", "compressed", "failed"):
+            self.assertEqual(j[k], c[k], k)
+        self.assertEqual(j["skipped"], c["skipped"])
+        self.assertEqual(sorted(j["formats"]), ["br", "gz"])
+        for fmt in ("gz", "br"):
+            self.assertEqual(j["formats"][fmt], c["formats"][fmt], fmt)
+        self.assertIs(j["dry_run"], False)
+        self.assertEqual(j["exit"], 0)
+        self.assertEqual(j["changes"], c["formats"]["gz"]["files"] + c["formats"]["br"]["files"])
+        self.assertEqual(j["removed"], 0)
+        for k in ("wall_s", "cpu_s"):
+            self.assertIsInstance(j[k], (int, float))
+            self.assertGreaterEqual(j[k], 0)
+
+    def test_summary_line_unless_quiet(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        r = run(["--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.out, "", "nothing on stdout without -v/--json")
+        self.assertEqual(len(r.err_lines), 1, "exactly one summary line expected: %r" % r)
+        s = r.summary()
+        self.assertIsNotNone(s, "summary line does not match the spec: %r" % r.err)
+        c = manifest_counts(load_manifest(man)[0], ["gz", "br"])
+        self.assertEqual(s["files"], c["files"])
+        self.assertEqual(s["compressed"], c["compressed"])
+        self.assertEqual(s["skipped"], sum(c["skipped"].values()))
+        self.assertEqual(s["reasons"], {k: v for k, v in c["skipped"].items() if v})
+        self.assertFalse(s["dry"])
+        self.assertRegex(s["rest"], r"^gz \S+ \S+ -> \S+ \S+, br \S+ \S+ -> \S+ \S+; [0-9.]+ s$")
+        r = run(["-q", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.err, "", "-q must silence the summary")
+        self.assertEqual(r.out, "")
+
+    def test_progress(self):
+        root = self.path("t")
+        os.makedirs(root)
+        for i in range(2):
+            with open(os.path.join(root, "part%d.txt" % i), "wb") as f:
+                f.write(words_data(1024 * 1024, seed=i))
+        r = run(["--progress", "always", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("\r", r.err, "--progress always drew no bar")
+        self.assertIsNotNone(r.summary(), "summary line missing after the bar")
+        self.assertTrue(r.err.endswith("\n"))
+        for mode in ("never", "auto"):  # auto: stderr is a pipe here, so no bar
+            r = run(["--progress", mode, root])
+            self.assertEqual(r.rc, 0, r)
+            self.assertNotIn("\r", r.err, "--progress %s drew a bar on a pipe" % mode)
+            self.assertEqual(len(r.err_lines), 1, r)
+        r = run(["-q", "--progress", "auto", root])
+        self.assertEqual(r.err, "")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Round trip and byte identity of every output against the Python oracle."""
+import sys
+
+sys.dont_write_bytecode = True
+import os
+
+from pctest import (PCTestCase, classify, decode, expected_outputs, fsb, gz_oracle, br_oracle,
+                    have_zstd_build, listing, main, run, source_snapshot, walk_all, words_data)
+
+
+class FixtureSite(PCTestCase):
+    def test_site_outputs_are_the_oracle_bytes_and_nothing_else(self):
+        root = self.copy_site()
+        before = walk_all(root)
+        snap = source_snapshot(root)
+        cls = classify(root)
+        want = expected_outputs(cls)
+        # The fixtures must exercise both sides of the rule, or this test proves little.
+        for must in (b"css/app.css.gz", b"css/app.css.br", b"index.html.gz", b"js/app.js.map.br",
+                     b"vendor/lib/deep/x.js.gz", b"docs/read me.txt.gz", b"fonts/icons.ttf.br",
+                     "docs/café – menü.css.br".encode()):
+            self.assertIn(must, want)
+        for never in (b"robots.txt.gz", b"robots.txt.br", b"assets/random.bin.gz", b"empty.txt.gz",
+                      b"img/photo.png.gz", b"fonts/inter.woff2.br"):
+            self.assertNotIn(never, want)
+
+        r = run(["-q", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.err, "", "-q run printed on stderr: %r" % r)
+        self.assertEqual(r.out, "", "-q run printed on stdout: %r" % r)
+        self.assertTreeMatchesOracle(root, before, cls)
+        self.assertSourcesUnchanged(snap, root)
+        self.assertNoTemps(root)
+
+    def test_second_run_gives_same_bytes(self):
+        root = self.copy_site()
+        n = len(expected_outputs(classify(root)))
+        self.assertGreater(n, 10)
+        self.run_ok(["-q", root])
+        first = {k: v[5] for k, v in listing(root).items()}
+        self.assertEqual(len([k for k in first if k.endswith((b".gz", b".br"))]), n)
+        self.run_ok(["-q", root])
+        second = {k: v[5] for k, v in listing(root).items()}
+        self.assertEqual(first, second)
+
+    def test_file_path_argument(self):
+        root = self.copy_site()
+        before = walk_all(root)
+        self.run_ok(["-q", os.path.join(root, "css", "app.css")])
+        new = sorted(set(walk_all(root)) - set(before))
+        self.assertEqual(new, [b"css/app.css.br", b"css/app.css.gz"])
+        with open(os.path.join(root, "css", "app.css"), "rb") as f:
+            data = f.read()
+        with open(os.path.join(root, "css", "app.css.gz"), "rb") as f:
+            self.assertEqual(f.read(), gz_oracle(data))
+        with open(os.path.join(root, "css", "app.css.br"), "rb") as f:
+            self.assertEqual(f.read(), br_oracle(data))
+
+    def test_gzip_levels_option_roundtrip(self):
+        # Non-default levels: no byte oracle promised, but outputs must decode.
+        root = self.copy_site()
+        self.run_ok(["-q", "--gzip-level", "1", "--brotli-quality", "4", root])
+        n = 0
+        for rel in walk_all(root):
+            for fmt in ("gz", "br"):
+                if rel.endswith(b"." + fmt.encode()):
+                    src = os.path.join(fsb(root), rel[: -len(fmt) - 1])
+                    with open(src, "rb") as f:
+                        self.assertEqual(decode(fmt, os.path.join(fsb(root), rel)), f.read(), rel)
+                    n += 1
+        self.assertGreater(n, 10)
+
+
+class Streaming(PCTestCase):
+    """A file above 4 MiB goes through the streaming path; its bytes must not change."""
+
+    def test_large_file_identical_to_oracle(self):
+        root = self.path("big")
+        os.makedirs(os.path.join(root, "js"))
+        data = words_data(int(4.5 * 1024 * 1024) + 12345, seed=99)
+        with open(os.path.join(root, "js", "bundle.js"), "wb") as f:
+            f.write(data)
+        small = words_data(200 * 1024, seed=7)
+        with open(os.path.join(root, "small.txt"), "wb") as f:
+            f.write(small)
+        snap = source_snapshot(root)
+        args = ["-q", root]
+        zst = have_zstd_build()
+        if zst:
+            args.insert(0, "--zstd")
+        self.run_ok(args, timeout=300)
+        for name, blob in (("js/bundle.js", data), ("small.txt", small)):
+            full = os.path.join(root, name)
+            with open(full + ".gz", "rb") as f:
+                got = f.read()
+            self.assertEqual(len(got), len(gz_oracle(blob)), name + ".gz size differs from the oracle")
+            self.assertEqual(got, gz_oracle(blob), name + ".gz bytes differ from the oracle")
+            with open(full + ".br", "rb") as f:
+                got = f.read()
+            want = br_oracle(blob)
+            self.assertEqual(len(got), len(want), name + ".br size differs from the oracle")
+            self.assertEqual(got, want, name + ".br bytes differ from the oracle")
+            if zst:
+                self.assertEqual(decode("zst", full + ".zst"), blob, name + ".zst does not decode")
+        self.assertSourcesUnchanged(snap, root)
+        self.assertNoTemps(root)
+
+
+if __name__ == "__main__":
+    main()
