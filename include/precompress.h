@@ -117,6 +117,7 @@ typedef struct pc_file {
   pc_skip_t skip;       /* PC_SKIP_NONE if compression ran (or failed) */
   int unchanged;        /* outputs current per the earlier manifest: the
                            file was not read; out[] is from that manifest */
+  int deduped;          /* outputs copied from a file with the same bytes */
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
@@ -137,6 +138,8 @@ typedef struct pc_totals {
   uint64_t bytes;      /* their total size */
   uint64_t compressed; /* files compressed, at least one output kept */
   uint64_t unchanged;  /* files left alone: unchanged since the manifest */
+  uint64_t deduped;    /* of `compressed`: outputs copied from a file with
+                          the same bytes instead of compressing again */
   uint64_t skipped[PC_SKIP_MAX_]; /* files with no output, by reason */
   uint64_t failed;     /* files that failed */
   uint64_t changes;    /* outputs created, replaced as stale, or removed */

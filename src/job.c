@@ -5,19 +5,29 @@
  * file once it passes SPILL, so memory per job stays near CHUNK + SPILL per
  * format whatever the file's size. A format whose output already exceeds
  * what the keep rule allows is dropped at once: its output only grows.
+ *
+ * Before compressing, the file is hashed and its content claimed (dedup.h).
+ * A file up to CHUNK is read whole for that and compressed from the same
+ * buffer; a larger one is hashed in a first pass and read again to
+ * compress (from the page cache: cheap beside the codecs).
  */
 #include "job.h"
 
 #include "codec.h"
+#include "dedup.h"
 #include "out.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #define CHUNK ((size_t)1 << 20)
 #define SPILL ((size_t)1 << 20)
+#define COPY_BUF ((size_t)1 << 16)
 
 struct fmt_state {
   pc__enc_t *enc;   /* NULL once finished or dropped */
@@ -63,6 +73,28 @@ static void fail(pc__job_t *j, int err, const char *path) {
     j->err_path = pc__strdup(path);
 }
 
+static int stopping(const pc__job_t *j) {
+  return atomic_load_explicit(&((pc__cfg_t *)j->cfg)->stop,
+                              memory_order_relaxed);
+}
+
+/* Reads exactly n bytes. PC_ECHANGED when the file ends first. */
+static int read_full(int fd, unsigned char *p, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      return PC__ERRNO();
+    }
+    if (r == 0)
+      return PC_ECHANGED; /* truncated while we read it */
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
 /* Moves buffered output to the temp file (created on first use). In a dry
  * run nothing is written: only the count matters.
  */
@@ -80,43 +112,92 @@ static int spill(pc__job_t *j, struct fmt_state *s) {
   return err;
 }
 
+/* Forgets the format's work so far (encoder, buffer, temp file). */
 static void drop(struct fmt_state *s) {
   pc__enc_free(s->enc);
   s->enc = NULL;
   pc__out_discard(&s->out);
   pc__buf_free(&s->buf);
+  s->total = 0;
   s->on = 0;
 }
 
-/* Reads the whole source, feeding every format. 0 or a negative code. */
+/* Hashes the whole file. A file up to CHUNK stays in *whole (malloc'd) to
+ * be compressed from; a larger one is read in chunks and the descriptor
+ * rewound.
+ */
+static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
+                     uint64_t h[2]) {
+  XXH128_hash_t x;
+  unsigned char *buf;
+  int err = 0;
+
+  *whole = NULL;
+  if (j->size <= CHUNK) {
+    if ((buf = malloc(j->size)) == NULL)
+      return -ENOMEM;
+    if ((err = read_full(fd, buf, j->size)) != 0) {
+      free(buf);
+      return err;
+    }
+    x = XXH3_128bits(buf, j->size);
+    *whole = buf;
+  } else {
+    XXH3_state_t *st = XXH3_createState();
+    uint64_t left = j->size;
+    buf = malloc(CHUNK);
+    if (st == NULL || buf == NULL) {
+      err = -ENOMEM;
+      goto big_out;
+    }
+    XXH3_128bits_reset(st);
+    while (left > 0 && err == 0) {
+      size_t n = left < CHUNK ? (size_t)left : CHUNK;
+      if ((err = read_full(fd, buf, n)) == 0) {
+        XXH3_128bits_update(st, buf, n);
+        left -= n;
+      }
+      if (err == 0 && stopping(j))
+        err = PC_EINTERRUPTED;
+    }
+    if (err == 0 && lseek(fd, 0, SEEK_SET) != 0)
+      err = PC__ERRNO();
+    x = XXH3_128bits_digest(st);
+  big_out:
+    XXH3_freeState(st);
+    free(buf);
+    if (err != 0)
+      return err;
+  }
+  h[0] = x.low64;
+  h[1] = x.high64;
+  return 0;
+}
+
+/* Feeds the whole source to every format: from `whole` when the file is in
+ * memory, else read in chunks from fd.
+ */
 static int compress_all(pc__job_t *j, int fd, struct fmt_state *fs,
-                        uint64_t limit) {
-  size_t bufsize = j->st.st_size < (off_t)CHUNK ? (size_t)j->st.st_size : CHUNK;
-  uint64_t done = 0, size = (uint64_t)j->st.st_size;
-  unsigned char *buf = malloc(bufsize ? bufsize : 1);
+                        uint64_t limit, const unsigned char *whole) {
+  size_t bufsize = j->size < CHUNK ? (size_t)j->size : CHUNK;
+  uint64_t done = 0;
+  unsigned char *buf = NULL;
   int err = 0, f;
 
-  if (buf == NULL)
+  if (whole == NULL && (buf = malloc(bufsize)) == NULL)
     return -ENOMEM;
-  while (done < size) {
-    size_t want = size - done < bufsize ? (size_t)(size - done) : bufsize;
-    size_t got = 0;
-    while (got < want) {
-      ssize_t r = read(fd, buf + got, want - got);
-      if (r < 0) {
-        if (errno == EINTR)
-          continue;
-        err = PC__ERRNO();
+  while (done < j->size) {
+    size_t got = j->size - done < bufsize ? (size_t)(j->size - done) : bufsize;
+    const unsigned char *in = whole;
+    if (whole == NULL) {
+      if ((err = read_full(fd, buf, got)) != 0)
         goto out;
-      }
-      if (r == 0) {
-        err = PC_ECHANGED; /* truncated while we read it */
-        goto out;
-      }
-      got += (size_t)r;
+      in = buf;
+    } else {
+      got = (size_t)j->size;
     }
     done += got;
-    if (atomic_load_explicit(&((pc__cfg_t *)j->cfg)->stop, memory_order_relaxed)) {
+    if (stopping(j)) {
       err = PC_EINTERRUPTED;
       goto out;
     }
@@ -126,7 +207,7 @@ static int compress_all(pc__job_t *j, int fd, struct fmt_state *fs,
       if (!s->on)
         continue;
       before = s->buf.len;
-      if ((err = pc__enc_feed(s->enc, buf, got, done == size, &s->buf)) != 0)
+      if ((err = pc__enc_feed(s->enc, in, got, done == j->size, &s->buf)) != 0)
         goto out;
       s->total += s->buf.len - before;
       if (s->total > limit) {
@@ -142,6 +223,118 @@ static int compress_all(pc__job_t *j, int fd, struct fmt_state *fs,
 out:
   free(buf);
   return err;
+}
+
+/* 1 if the file at `other` holds the same bytes as ours (in `whole`, or
+ * read from fd, which is rewound), 0 if not, or a negative code for an
+ * error reading our own file.
+ */
+static int same_bytes(pc__job_t *j, int fd, const unsigned char *whole,
+                      const char *other) {
+  unsigned char *a = NULL, *b = NULL;
+  uint64_t left = j->size;
+  struct stat st;
+  int ofd, ret = 1, err;
+
+  ofd = open(other, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (ofd < 0)
+    return 0;
+  if (fstat(ofd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      (uint64_t)st.st_size != j->size) {
+    close(ofd);
+    return 0;
+  }
+  if ((b = malloc(left < CHUNK ? (size_t)left : CHUNK)) == NULL ||
+      (whole == NULL && (a = malloc(left < CHUNK ? (size_t)left : CHUNK)) ==
+                            NULL)) {
+    ret = -ENOMEM;
+    goto out;
+  }
+  while (left > 0 && ret == 1) {
+    size_t n = left < CHUNK ? (size_t)left : CHUNK;
+    const unsigned char *mine = whole + (j->size - left);
+    if (whole == NULL) {
+      if ((err = read_full(fd, a, n)) != 0) {
+        ret = err;
+        break;
+      }
+      mine = a;
+    }
+    if (read_full(ofd, b, n) != 0 || memcmp(mine, b, n) != 0)
+      ret = 0;
+    left -= n;
+  }
+  if (whole == NULL && ret >= 0 && lseek(fd, 0, SEEK_SET) != 0)
+    ret = PC__ERRNO();
+out:
+  free(a);
+  free(b);
+  close(ofd);
+  return ret;
+}
+
+/* Copies the leader's kept outputs into our temp files. 0 when every kept
+ * output was copied, 1 when one of them is not what the leader wrote (gone,
+ * replaced): then the caller compresses instead. Negative on our own write
+ * errors.
+ */
+static int copy_outputs(pc__job_t *j, struct fmt_state *fs,
+                        const pc_output_t *lo, const char *leader) {
+  int fds[PC_NFORMATS], f, ret = 0;
+  unsigned char *buf = NULL;
+
+  for (f = 0; f < PC_NFORMATS; f++)
+    fds[f] = -1;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    char name[PATH_MAX];
+    struct stat st;
+    if (!(j->cfg->formats & PC_FMT_BIT(f)) || lo[f].state != PC_OUT_KEPT)
+      continue;
+    fs[f].total = lo[f].size;
+    if (j->cfg->dry_run)
+      continue; /* nothing on disk to copy from, and nothing to write */
+    if ((size_t)snprintf(name, sizeof(name), "%s.%s", leader,
+                         pc_format_ext((pc_format_t)f)) >= sizeof(name) ||
+        (fds[f] = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
+                                 O_NONBLOCK)) < 0 ||
+        fstat(fds[f], &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size != lo[f].size) {
+      ret = 1;
+      goto out;
+    }
+  }
+  if (!j->cfg->dry_run && (buf = malloc(COPY_BUF)) == NULL) {
+    ret = -ENOMEM;
+    goto out;
+  }
+  for (f = 0; f < PC_NFORMATS && !j->cfg->dry_run; f++) {
+    uint64_t left = lo[f].size;
+    struct fmt_state *s = &fs[f];
+    if (fds[f] < 0)
+      continue;
+    if ((ret = pc__out_open(&s->out, s->final)) != 0) {
+      fail(j, ret, s->final);
+      goto out;
+    }
+    while (left > 0) {
+      size_t n = left < COPY_BUF ? (size_t)left : COPY_BUF;
+      if (read_full(fds[f], buf, n) != 0) {
+        ret = 1; /* the leader's output changed under us */
+        goto out;
+      }
+      if ((ret = pc__out_write(&s->out, buf, n)) != 0) {
+        fail(j, ret, s->out.tmp);
+        goto out;
+      }
+      left -= n;
+    }
+  }
+out:
+  for (f = 0; f < PC_NFORMATS; f++)
+    if (fds[f] >= 0)
+      close(fds[f]);
+  free(buf);
+  return ret;
 }
 
 /* Writes (or in a dry run, classifies) format f's output. */
@@ -191,11 +384,39 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   return err;
 }
 
+/* Outputs from an identical file, when the leader succeeded and the bytes
+ * really are equal. 1 when done, 0 to compress instead, negative on error.
+ */
+static int try_copy(pc__job_t *j, int fd, const unsigned char *whole,
+                    struct fmt_state *fs) {
+  pc_output_t lo[PC_NFORMATS];
+  int ok, r, f;
+
+  if (!pc__dedup_result(j->cfg->dedup, j->content, &ok, lo) || !ok)
+    return 0;
+  if ((r = same_bytes(j, fd, whole, j->content->leader)) != 1)
+    return r;
+  r = copy_outputs(j, fs, lo, j->content->leader);
+  if (r != 0) {
+    for (f = 0; f < PC_NFORMATS; f++)
+      pc__out_discard(&fs[f].out);
+    return r < 0 ? r : 0;
+  }
+  for (f = 0; f < PC_NFORMATS; f++) {
+    if (!(j->cfg->formats & PC_FMT_BIT(f)))
+      continue;
+    j->out[f].state = lo[f].state == PC_OUT_KEPT ? PC_OUT_KEPT : PC_OUT_RATIO;
+    j->out[f].size = lo[f].state == PC_OUT_KEPT ? lo[f].size : 0;
+  }
+  j->copied = 1;
+  return 1;
+}
+
 void pc__job_run(pc__job_t *j) {
   struct fmt_state fs[PC_NFORMATS];
   struct stat after;
   int settled[PC_NFORMATS] = {0};
-  uint64_t limit;
+  unsigned char *whole = NULL;
   int fd = -1, f, err;
   /* A name the walk saw as a regular file must still be one: never follow a
    * symlink that appeared since. O_NONBLOCK: a FIFO swapped in must not
@@ -224,45 +445,80 @@ void pc__job_run(pc__job_t *j) {
     fail(j, PC_ENOTREG, NULL);
     goto out;
   }
-  /* Back to blocking reads (a regular file ignores it, but be plain). */
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   j->size = (uint64_t)j->st.st_size;
-  if (j->size == 0) {
-    /* Emptied since the walk: nothing to compress, old outputs are stale. */
-    for (f = 0; f < PC_NFORMATS; f++)
-      if (j->cfg->formats & PC_FMT_BIT(f))
-        j->out[f].state = PC_OUT_RATIO;
-  }
 
-  limit = pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den);
   for (f = 0; f < PC_NFORMATS; f++) {
-    struct fmt_state *s = &fs[f];
     const char *ext = pc_format_ext((pc_format_t)f);
     size_t n = strlen(j->fullpath);
     if (!(j->cfg->formats & PC_FMT_BIT(f)))
       continue;
-    s->final = malloc(n + 1 + strlen(ext) + 1);
-    if (s->final == NULL) {
+    fs[f].final = malloc(n + 1 + strlen(ext) + 1);
+    if (fs[f].final == NULL) {
       fail(j, -ENOMEM, NULL);
       goto out;
     }
-    memcpy(s->final, j->fullpath, n);
-    s->final[n] = '.';
-    strcpy(s->final + n + 1, ext);
-    if (j->size == 0)
-      continue;
-    if ((err = pc__enc_new(&s->enc, (pc_format_t)f, j->cfg->level[f],
-                           j->size)) != 0) {
+    memcpy(fs[f].final, j->fullpath, n);
+    fs[f].final[n] = '.';
+    strcpy(fs[f].final + n + 1, ext);
+    /* Emptied since the walk: nothing to keep, old outputs are stale. */
+    j->out[f].state = PC_OUT_RATIO;
+  }
+
+  if (j->size > 0 && j->cfg->dedup != NULL) {
+    int r = 0;
+    if (j->content == NULL) {
+      uint64_t h[2];
+      pc__claim_t how;
+      if ((err = hash_file(j, fd, &whole, h)) != 0 ||
+          (err = pc__dedup_claim(j->cfg->dedup, j->size, h, j->fullpath,
+                                 &j->content, &how)) != 0) {
+        fail(j, err, NULL);
+        goto out;
+      }
+      if (how == PC__CLAIM_WAIT) {
+        j->wait = 1;
+        goto out;
+      }
+      j->lead = how == PC__CLAIM_LEAD;
+    }
+    if (!j->lead && (r = try_copy(j, fd, whole, fs)) < 0) {
+      fail(j, r, NULL);
+      goto out;
+    }
+    if (!j->lead && r == 0 && whole == NULL && lseek(fd, 0, SEEK_SET) != 0) {
+      fail(j, PC__ERRNO(), NULL);
+      goto out;
+    }
+  }
+
+  if (j->size > 0 && !j->copied) {
+    uint64_t limit =
+        pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den);
+    for (f = 0; f < PC_NFORMATS; f++) {
+      if (!(j->cfg->formats & PC_FMT_BIT(f)))
+        continue;
+      if ((err = pc__enc_new(&fs[f].enc, (pc_format_t)f, j->cfg->level[f],
+                             j->size)) != 0) {
+        fail(j, err, NULL);
+        goto out;
+      }
+      fs[f].on = 1;
+    }
+    if ((err = compress_all(j, fd, fs, limit, whole)) != 0) {
       fail(j, err, NULL);
       goto out;
     }
-    s->on = 1;
+    for (f = 0; f < PC_NFORMATS; f++) {
+      if (!(j->cfg->formats & PC_FMT_BIT(f)))
+        continue;
+      if (fs[f].on && pc__keep(j->size, fs[f].total, j->cfg->ratio_num,
+                               j->cfg->ratio_den)) {
+        j->out[f].state = PC_OUT_KEPT;
+        j->out[f].size = fs[f].total;
+      }
+    }
   }
 
-  if (j->size > 0 && (err = compress_all(j, fd, fs, limit)) != 0) {
-    fail(j, err, NULL);
-    goto out;
-  }
   /* The same size and mtime after the read as before it, or what we read
    * may be a mix of two versions.
    */
@@ -280,18 +536,6 @@ void pc__job_run(pc__job_t *j) {
   fd = -1;
 
   for (f = 0; f < PC_NFORMATS; f++) {
-    struct fmt_state *s = &fs[f];
-    if (!(j->cfg->formats & PC_FMT_BIT(f)))
-      continue;
-    if (s->on && pc__keep(j->size, s->total, j->cfg->ratio_num,
-                          j->cfg->ratio_den)) {
-      j->out[f].state = PC_OUT_KEPT;
-      j->out[f].size = s->total;
-    } else {
-      j->out[f].state = PC_OUT_RATIO;
-    }
-  }
-  for (f = 0; f < PC_NFORMATS; f++) {
     if (!(j->cfg->formats & PC_FMT_BIT(f)))
       continue;
     if (settle(j, f, &fs[f]) != 0)
@@ -300,8 +544,12 @@ void pc__job_run(pc__job_t *j) {
   }
 
 out:
+  /* Followers wait on this: a leader always publishes, failed or not. */
+  if (j->lead)
+    pc__dedup_publish(j->cfg->dedup, j->content, j->err == 0, j->out);
   if (fd >= 0)
     close(fd);
+  free(whole);
   for (f = 0; f < PC_NFORMATS; f++) {
     drop(&fs[f]);
     free(fs[f].final);

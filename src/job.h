@@ -19,6 +19,7 @@ typedef struct pc__cfg {
   uint64_t ratio_num, ratio_den;
   int dry_run;
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
+  struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */
 } pc__cfg_t;
 
 typedef struct pc__job {
@@ -38,6 +39,15 @@ typedef struct pc__job {
   int err;
   char *err_path;   /* owned; NULL means fullpath */
   pc_output_t out[PC_NFORMATS];
+
+  /* Dedupe: the content this job claimed. `wait` asks the loop thread to
+   * park the job until the leader is done; it then runs again and copies.
+   */
+  struct pc__content *content;
+  int wait;
+  int lead;               /* compressed it first: others may wait on it */
+  int copied;             /* outputs copied from an identical file */
+  struct pc__job *next;   /* loop thread: the list of parked jobs */
 } pc__job_t;
 
 /* Allocates a job owning `fullpath` (freed with the job on failure too).

@@ -88,8 +88,10 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     t->unchanged++;
   else if (rec->skip != PC_SKIP_NONE)
     t->skipped[rec->skip]++;
-  else if (kept)
+  else if (kept) {
     t->compressed++;
+    t->deduped += rec->deduped != 0;
+  }
   else
     t->skipped[PC_SKIP_RATIO]++;
   r->progress.files_done++;
@@ -103,6 +105,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.mtime_ns = rec->mtime_ns;
     file.skip = rec->skip;
     file.unchanged = rec->unchanged;
+    file.deduped = rec->deduped;
     file.err = rec->err;
     file.err_path = err_path;
     memcpy(file.out, rec->out, sizeof(file.out));
@@ -194,6 +197,23 @@ void pc__run_push(pc__run_t *r, pc__job_t *j) {
   heap_push(r, j);
 }
 
+/* Back into the heap, for a job that already counts as found. */
+static void requeue(pc__run_t *r, pc__job_t *j) {
+  if (r->nheap == r->capheap) {
+    /* Cannot fail for want of room: the job held a place when found. */
+    size_t ncap = r->capheap ? r->capheap * 2 : 256;
+    pc__job_t **n = realloc(r->heap, ncap * sizeof(*n));
+    if (n == NULL) {
+      pc__job_free(j);
+      r->fatal = -ENOMEM;
+      return;
+    }
+    r->heap = n;
+    r->capheap = ncap;
+  }
+  heap_push(r, j);
+}
+
 static void work_cb(uv_work_t *req) {
   pc__job_run(PC__CONTAINER_OF(req, pc__job_t, req));
 }
@@ -207,6 +227,33 @@ static void after_work_cb(uv_work_t *req, int status) {
   pc__rec_t rec;
 
   r->in_flight--;
+  if (j->wait && status == 0) {
+    /* Its content's leader is still at work: park the job on it, unless
+     * the leader finished since the worker looked. The leader's own
+     * after_work (this thread) requeues its waiters.
+     */
+    pc_output_t lo[PC_NFORMATS];
+    int ok;
+    j->wait = 0;
+    if (pc__dedup_result(r->cfg.dedup, j->content, &ok, lo)) {
+      requeue(r, j);
+    } else {
+      j->next = j->content->waiters;
+      j->content->waiters = j;
+    }
+    schedule(r);
+    maybe_finish(r);
+    return;
+  }
+  if (j->lead && j->content->waiters != NULL) {
+    pc__job_t *w = j->content->waiters;
+    j->content->waiters = NULL;
+    while (w != NULL) {
+      pc__job_t *next = w->next;
+      requeue(r, w);
+      w = next;
+    }
+  }
   r->progress.bytes_done += j->size;
   if (status == UV_ECANCELED || j->err == PC_EINTERRUPTED) {
     /* Stopped by a signal before it finished: not a result. */
@@ -222,6 +269,7 @@ static void after_work_cb(uv_work_t *req, int status) {
       rec.err = j->err;
       rec.size = j->size;
       rec.mtime_ns = j->mtime_ns;
+      rec.deduped = j->copied;
       memcpy(rec.out, j->out, sizeof(rec.out));
       record(r, &rec, j->fullpath,
              j->err_path != NULL ? j->err_path : j->fullpath);
@@ -357,6 +405,7 @@ static void free_run(pc__run_t *r) {
   free(r->roots);
   free(r->skip_len);
   pc__prev_free(r->prev);
+  pc__dedup_free(r->cfg.dedup);
 }
 
 /* libuv sizes its pool once, at first use, from UV_THREADPOOL_SIZE. */
@@ -388,6 +437,8 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   r->cfg.ratio_den = opts->ratio_den;
   r->cfg.dry_run = opts->dry_run;
   atomic_init(&r->cfg.stop, 0);
+  if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
+    goto out;
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
   if (opts->skip_ext != NULL) {
     r->skip_ext = opts->skip_ext;

@@ -3,6 +3,7 @@
 #define PC_RUN_H
 
 #include "common.h"
+#include "dedup.h"
 #include "job.h"
 #include "prev.h"
 
@@ -22,6 +23,7 @@ typedef struct pc__rec {
   pc_skip_t skip;
   int err;
   int unchanged;
+  int deduped;
   uint64_t size;
   int64_t mtime_ns;
   pc_output_t out[PC_NFORMATS];

@@ -1,0 +1,60 @@
+/* Files with equal content are compressed once.
+ *
+ * Every job hashes its file (XXH3-128) before compressing and claims the
+ * (size, hash) in this table. The first claimant leads: it compresses and
+ * publishes what it kept. A later one whose content was claimed either waits
+ * for the leader (back on the loop, not blocking a worker) or, once the
+ * leader is done, checks that the two files hold the same bytes and copies
+ * the leader's outputs instead of compressing.
+ *
+ * This is the one lock in the library: workers claim concurrently, and a
+ * round trip through the loop thread for every file would cost more than
+ * the few nanoseconds the lock is held. Entries are only added, never
+ * removed, until the run ends.
+ */
+#ifndef PC_DEDUP_H
+#define PC_DEDUP_H
+
+#include "common.h"
+
+#include <uv.h>
+
+typedef struct pc__dedup pc__dedup_t;
+
+typedef struct pc__content {
+  uint64_t size;
+  uint64_t h[2];
+  char *leader;  /* owned; the leader's source path */
+  /* Written by the leader's worker under the table lock, before its job
+   * returns to the loop; read under the lock.
+   */
+  int done;
+  int ok;        /* done, and the outputs below are on disk (or, dry run,
+                    would be) */
+  pc_output_t out[PC_NFORMATS];
+  /* The loop thread's alone: jobs waiting for the leader. */
+  void *waiters;
+} pc__content_t;
+
+typedef enum pc__claim {
+  PC__CLAIM_LEAD, /* new content: compress it and publish */
+  PC__CLAIM_WAIT, /* the leader is still at work */
+  PC__CLAIM_COPY  /* the leader is done: copy its outputs if ok */
+} pc__claim_t;
+
+int pc__dedup_new(pc__dedup_t **out);
+void pc__dedup_free(pc__dedup_t *d);
+
+/* Claims content (size, h) for `path`. *c receives the entry. */
+int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
+                    const char *path, pc__content_t **c, pc__claim_t *how);
+
+/* The leader's result. ok = 0 when it failed: followers compress alone. */
+void pc__dedup_publish(pc__dedup_t *d, pc__content_t *c, int ok,
+                       const pc_output_t *out);
+
+/* Reads c->done and, when done, c->ok and c->out under the lock. */
+int pc__dedup_result(pc__dedup_t *d, pc__content_t *c, int *ok,
+                     pc_output_t *out);
+
+#endif /* PC_DEDUP_H */
