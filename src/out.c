@@ -10,32 +10,43 @@
 static const char rand_chars[] =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
+/* Random bits for temp names: one getrandom() per thread, then a
+ * xorshift. Uniqueness comes from O_EXCL and the retry, not from here.
+ */
+static uint64_t next_random(void) {
+  static _Thread_local uint64_t s;
+  if (s == 0) {
+    if (getrandom(&s, sizeof(s), 0) != (ssize_t)sizeof(s) || s == 0)
+      s = (uint64_t)getpid() * 0x9e3779b97f4a7c15u ^ (uint64_t)(uintptr_t)&s;
+    s |= 1;
+  }
+  s ^= s << 13;
+  s ^= s >> 7;
+  s ^= s << 17;
+  return s;
+}
+
 /* Builds ".NAME.XXXXXX.tmp" beside `final` with fresh random characters. */
 static char *temp_name(const char *final) {
   const char *slash = strrchr(final, '/');
   size_t dirlen = slash != NULL ? (size_t)(slash - final) + 1 : 0;
   size_t baselen = strlen(final) - dirlen;
   size_t n = dirlen + 1 + baselen + 1 + PC__TMP_RAND + sizeof(PC__TMP_SUFFIX);
-  unsigned char rnd[PC__TMP_RAND];
   char *p = malloc(n), *q;
+  uint64_t x;
   size_t i;
 
   if (p == NULL)
     return NULL;
-  if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-    /* Uniqueness comes from O_EXCL and the retry; this only spreads names. */
-    uint64_t x = (uint64_t)(uintptr_t)p ^ (uint64_t)getpid() * 0x9e3779b97f4a7c15u;
-    for (i = 0; i < sizeof(rnd); i++, x >>= 8)
-      rnd[i] = (unsigned char)x;
-  }
+  x = next_random();
   memcpy(p, final, dirlen);
   q = p + dirlen;
   *q++ = '.';
   memcpy(q, final + dirlen, baselen);
   q += baselen;
   *q++ = '.';
-  for (i = 0; i < PC__TMP_RAND; i++)
-    *q++ = rand_chars[rnd[i] % (sizeof(rand_chars) - 1)];
+  for (i = 0; i < PC__TMP_RAND; i++, x >>= 8)
+    *q++ = rand_chars[(x & 0xff) % (sizeof(rand_chars) - 1)];
   memcpy(q, PC__TMP_SUFFIX, sizeof(PC__TMP_SUFFIX));
   return p;
 }
