@@ -118,6 +118,7 @@ typedef struct pc_file {
   int unchanged;        /* outputs current per the earlier manifest: the
                            file was not read; out[] is from that manifest */
   int deduped;          /* outputs copied from a file with the same bytes */
+  int cached;           /* outputs taken from the --cache-dir cache */
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
@@ -140,6 +141,7 @@ typedef struct pc_totals {
   uint64_t unchanged;  /* files left alone: unchanged since the manifest */
   uint64_t deduped;    /* of `compressed`: outputs copied from a file with
                           the same bytes instead of compressing again */
+  uint64_t cached;     /* of `compressed`: results taken from the cache */
   uint64_t skipped[PC_SKIP_MAX_]; /* files with no output, by reason */
   uint64_t failed;     /* files that failed */
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
@@ -192,6 +194,12 @@ typedef struct pc_options {
    */
   const char *manifest;
   int force;        /* ignore the earlier manifest: compress every file */
+  /* Content cache: results stored by content hash and the options that
+   * shape the bytes, reused across runs and trees (NULL: none). Trimmed to
+   * cache_max_size bytes (0: no limit), least recently used first.
+   */
+  const char *cache_dir;
+  uint64_t cache_max_size;
   int dry_run;      /* do everything but write, replace or remove */
 
   /* Callbacks, all made on the thread that called pc_run(). */

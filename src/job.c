@@ -13,6 +13,7 @@
  */
 #include "job.h"
 
+#include "cache.h"
 #include "codec.h"
 #include "dedup.h"
 #include "out.h"
@@ -36,6 +37,8 @@ struct fmt_state {
   uint64_t total;   /* output bytes so far, spilled or not */
   char *final;      /* FILE.ext */
   int on;           /* enabled and not dropped */
+  int cached;       /* the result came from the cache */
+  int cache_fd;     /* a cached payload to copy, or -1 */
 };
 
 pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
@@ -114,6 +117,9 @@ static int spill(pc__job_t *j, struct fmt_state *s) {
 
 /* Forgets the format's work so far (encoder, buffer, temp file). */
 static void drop(struct fmt_state *s) {
+  if (s->cache_fd >= 0)
+    close(s->cache_fd);
+  s->cache_fd = -1;
   pc__enc_free(s->enc);
   s->enc = NULL;
   pc__out_discard(&s->out);
@@ -337,6 +343,34 @@ out:
   return ret;
 }
 
+/* Copies n bytes from fd into the format's temp file. */
+static int copy_fd(pc__job_t *j, struct fmt_state *s, int fd, uint64_t n) {
+  unsigned char *buf = malloc(COPY_BUF);
+  int err = 0;
+
+  if (buf == NULL)
+    return -ENOMEM;
+  if (s->out.fd < 0 && (err = pc__out_open(&s->out, s->final)) != 0) {
+    fail(j, err, s->final);
+    goto out;
+  }
+  while (n > 0) {
+    size_t k = n < COPY_BUF ? (size_t)n : COPY_BUF;
+    if ((err = read_full(fd, buf, k)) != 0) {
+      fail(j, err == PC_ECHANGED ? -EIO : err, NULL);
+      goto out;
+    }
+    if ((err = pc__out_write(&s->out, buf, k)) != 0) {
+      fail(j, err, s->out.tmp);
+      goto out;
+    }
+    n -= k;
+  }
+out:
+  free(buf);
+  return err;
+}
+
 /* Writes (or in a dry run, classifies) format f's output. */
 static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   pc_output_t *o = &j->out[f];
@@ -375,6 +409,8 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
     o->action = PC_ACT_REPLACE;
   if (j->cfg->dry_run)
     return 0;
+  if (s->cache_fd >= 0 && (err = copy_fd(j, s, s->cache_fd, o->size)) != 0)
+    return err;
   if ((err = spill(j, s)) != 0) {
     fail(j, err, s->out.tmp != NULL ? s->out.tmp : s->final);
     return err;
@@ -382,6 +418,37 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   if ((err = pc__out_commit(&s->out, s->final, &j->st)) != 0)
     fail(j, err, s->final);
   return err;
+}
+
+/* Takes format f's result from the cache when it has one that decides the
+ * keep rule: a payload (kept or not by its length), or a rejection above a
+ * limit at least ours. 1 when it did.
+ */
+static int from_cache(pc__job_t *j, int f, const uint64_t h[2],
+                      uint64_t limit, struct fmt_state *s) {
+  pc__cache_hit_t hit;
+
+  if (!pc__cache_get(j->cfg->cache, h, j->size, (pc_format_t)f,
+                     j->cfg->level[f], &hit))
+    return 0;
+  if (hit.rejected) {
+    if (hit.limit < limit)
+      return 0; /* rejected above a lower limit: ours may keep it */
+    j->out[f].state = PC_OUT_RATIO;
+  } else if (pc__keep(j->size, hit.len, j->cfg->ratio_num,
+                      j->cfg->ratio_den)) {
+    j->out[f].state = PC_OUT_KEPT;
+    j->out[f].size = hit.len;
+    s->total = hit.len;
+    s->cache_fd = hit.fd;
+    hit.fd = -1;
+  } else {
+    j->out[f].state = PC_OUT_RATIO;
+  }
+  if (hit.fd >= 0)
+    close(hit.fd);
+  s->cached = 1;
+  return 1;
 }
 
 /* Outputs from an identical file, when the leader succeeded and the bytes
@@ -426,8 +493,13 @@ void pc__job_run(pc__job_t *j) {
               (j->via_link ? 0 : O_NOFOLLOW);
 
   memset(fs, 0, sizeof(fs));
-  for (f = 0; f < PC_NFORMATS; f++)
+  uint64_t h[2] = {0, 0};
+  int have_hash = 0;
+
+  for (f = 0; f < PC_NFORMATS; f++) {
     fs[f].out = (pc__out_t)PC__OUT_INIT;
+    fs[f].cache_fd = -1;
+  }
 
   fd = open(j->fullpath, flags);
   if (fd < 0) {
@@ -467,7 +539,6 @@ void pc__job_run(pc__job_t *j) {
   if (j->size > 0 && j->cfg->dedup != NULL) {
     int r = 0;
     if (j->content == NULL) {
-      uint64_t h[2];
       pc__claim_t how;
       if ((err = hash_file(j, fd, &whole, h)) != 0 ||
           (err = pc__dedup_claim(j->cfg->dedup, j->size, h, j->fullpath,
@@ -475,6 +546,7 @@ void pc__job_run(pc__job_t *j) {
         fail(j, err, NULL);
         goto out;
       }
+      have_hash = 1;
       if (how == PC__CLAIM_WAIT) {
         j->wait = 1;
         goto out;
@@ -491,11 +563,19 @@ void pc__job_run(pc__job_t *j) {
     }
   }
 
+  if (j->content != NULL && !have_hash) {
+    h[0] = j->content->h[0]; /* a follower back from waiting */
+    h[1] = j->content->h[1];
+    have_hash = 1;
+  }
   if (j->size > 0 && !j->copied) {
     uint64_t limit =
         pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den);
+    int any = 0;
     for (f = 0; f < PC_NFORMATS; f++) {
       if (!(j->cfg->formats & PC_FMT_BIT(f)))
+        continue;
+      if (j->cfg->cache != NULL && have_hash && from_cache(j, f, h, limit, &fs[f]))
         continue;
       if ((err = pc__enc_new(&fs[f].enc, (pc_format_t)f, j->cfg->level[f],
                              j->size)) != 0) {
@@ -503,13 +583,15 @@ void pc__job_run(pc__job_t *j) {
         goto out;
       }
       fs[f].on = 1;
+      any = 1;
     }
-    if ((err = compress_all(j, fd, fs, limit, whole)) != 0) {
+    j->cached = !any && j->cfg->cache != NULL;
+    if (any && (err = compress_all(j, fd, fs, limit, whole)) != 0) {
       fail(j, err, NULL);
       goto out;
     }
     for (f = 0; f < PC_NFORMATS; f++) {
-      if (!(j->cfg->formats & PC_FMT_BIT(f)))
+      if (!(j->cfg->formats & PC_FMT_BIT(f)) || fs[f].cached)
         continue;
       if (fs[f].on && pc__keep(j->size, fs[f].total, j->cfg->ratio_num,
                                j->cfg->ratio_den)) {
@@ -541,6 +623,15 @@ void pc__job_run(pc__job_t *j) {
     if (settle(j, f, &fs[f]) != 0)
       break;
     settled[f] = 1;
+    /* What was compressed here goes into the cache for the next run. */
+    if (j->cfg->cache != NULL && have_hash && !fs[f].cached && !j->copied &&
+        !j->cfg->dry_run && j->size > 0)
+      pc__cache_put(j->cfg->cache, h, j->size, (pc_format_t)f,
+                    j->cfg->level[f],
+                    j->out[f].state == PC_OUT_KEPT ? fs[f].final : NULL,
+                    j->out[f].size,
+                    pc__keep_limit(j->size, j->cfg->ratio_num,
+                                   j->cfg->ratio_den));
   }
 
 out:

@@ -20,6 +20,7 @@ typedef struct pc__cfg {
   int dry_run;
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
   struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */
+  const struct pc__cache *cache; /* read-only; NULL: no --cache-dir */
 } pc__cfg_t;
 
 typedef struct pc__job {
@@ -47,6 +48,7 @@ typedef struct pc__job {
   int wait;
   int lead;               /* compressed it first: others may wait on it */
   int copied;             /* outputs copied from an identical file */
+  int cached;             /* every format's result came from the cache */
   struct pc__job *next;   /* loop thread: the list of parked jobs */
 } pc__job_t;
 

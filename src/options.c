@@ -64,6 +64,7 @@ void pc_options_init(pc_options_t *o) {
   o->ratio_num = 95;
   o->ratio_den = 100;
   o->min_size = 1;
+  o->cache_max_size = (uint64_t)1 << 30;
 }
 
 int pc_options_check(const pc_options_t *o, const char **what) {

@@ -10,6 +10,8 @@
  */
 #include "run.h"
 
+#include "cache.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +93,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
   else if (kept) {
     t->compressed++;
     t->deduped += rec->deduped != 0;
+    t->cached += rec->cached != 0;
   }
   else
     t->skipped[PC_SKIP_RATIO]++;
@@ -106,6 +109,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.skip = rec->skip;
     file.unchanged = rec->unchanged;
     file.deduped = rec->deduped;
+    file.cached = rec->cached;
     file.err = rec->err;
     file.err_path = err_path;
     memcpy(file.out, rec->out, sizeof(file.out));
@@ -270,6 +274,7 @@ static void after_work_cb(uv_work_t *req, int status) {
       rec.size = j->size;
       rec.mtime_ns = j->mtime_ns;
       rec.deduped = j->copied;
+      rec.cached = j->cached;
       memcpy(rec.out, j->out, sizeof(rec.out));
       record(r, &rec, j->fullpath,
              j->err_path != NULL ? j->err_path : j->fullpath);
@@ -406,6 +411,7 @@ static void free_run(pc__run_t *r) {
   free(r->skip_len);
   pc__prev_free(r->prev);
   pc__dedup_free(r->cfg.dedup);
+  pc__cache_close((pc__cache_t *)r->cfg.cache);
 }
 
 /* libuv sizes its pool once, at first use, from UV_THREADPOOL_SIZE. */
@@ -439,6 +445,16 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   atomic_init(&r->cfg.stop, 0);
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
     goto out;
+  if (opts->cache_dir != NULL) {
+    pc__cache_t *c;
+    if ((err = pc__cache_open(&c, opts->cache_dir)) != 0) {
+      /* A cache that cannot be made is no reason not to compress. */
+      pc__run_error(r, opts->cache_dir, err);
+      err = 0;
+    } else {
+      r->cfg.cache = c;
+    }
+  }
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
   if (opts->skip_ext != NULL) {
     r->skip_ext = opts->skip_ext;
@@ -516,6 +532,11 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     int merr = pc__manifest_write(r, opts->manifest);
     if (merr != 0)
       pc__run_error(r, opts->manifest, merr);
+  }
+  if (r->cfg.cache != NULL && opts->cache_max_size > 0 && !opts->dry_run) {
+    int terr = pc__cache_trim(r->cfg.cache, opts->cache_max_size);
+    if (terr != 0)
+      pc__run_error(r, opts->cache_dir, terr);
   }
   if (totals != NULL)
     *totals = r->totals;

@@ -24,6 +24,7 @@ typedef struct pc__rec {
   int err;
   int unchanged;
   int deduped;
+  int cached;
   uint64_t size;
   int64_t mtime_ns;
   pc_output_t out[PC_NFORMATS];

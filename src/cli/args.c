@@ -21,6 +21,8 @@ typedef enum opt_id {
   OPT_EXCLUDE,
   OPT_FOLLOW,
   OPT_FORCE,
+  OPT_CACHE_DIR,
+  OPT_CACHE_MAX_SIZE,
   OPT_JOBS,
   OPT_MANIFEST,
   OPT_DRY_RUN,
@@ -59,6 +61,8 @@ static const opt_def_t opt_table[] = {
   {"exclude", 0, 1, OPT_EXCLUDE},
   {"follow", 0, 0, OPT_FOLLOW},
   {"force", 0, 0, OPT_FORCE},
+  {"cache-dir", 0, 1, OPT_CACHE_DIR},
+  {"cache-max-size", 0, 1, OPT_CACHE_MAX_SIZE},
   {"jobs", 'j', 1, OPT_JOBS},
   {"manifest", 0, 1, OPT_MANIFEST},
   {"dry-run", 'n', 0, OPT_DRY_RUN},
@@ -377,6 +381,13 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     break;
   case OPT_SKIP_EXT:
     return set_skip_ext(p, value);
+  case OPT_CACHE_DIR:
+    o->cache_dir = value;
+    break;
+  case OPT_CACHE_MAX_SIZE:
+    if (cli_parse_size(value, &o->cache_max_size))
+      return bad_value(args, opt, value, "a byte count such as 512M or 2G");
+    break;
   case OPT_INCLUDE:
     args->include[p->ninclude++] = value;
     o->include = args->include;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -139,6 +140,13 @@ static void print_help(FILE *f) {
           "read again\n"
           "      --force               compress every file, whatever the "
           "manifest says\n"
+          "      --cache-dir DIR       reuse results stored by content in DIR "
+          "(shared by\n"
+          "                            runs and trees; also "
+          "PRECOMPRESS_CACHE_DIR)\n"
+          "      --cache-max-size N    trim DIR to N bytes, least recently "
+          "used first\n"
+          "                            [default: 1G; 0: no limit]\n"
           "  -n, --dry-run             compress but change nothing; list "
           "what would change\n"
           "      --check               list missing, stale or unwanted "
@@ -225,6 +233,13 @@ int main(int argc, char **argv) {
   case CLI_ENOMEM:
     cli_report_msg(NULL, "%s", args.err);
     goto out;
+  }
+
+  /* The environment fills in only what the command line left unset. */
+  if (args.opts.cache_dir == NULL) {
+    const char *env = getenv("PRECOMPRESS_CACHE_DIR");
+    if (env != NULL && env[0] != '\0')
+      args.opts.cache_dir = env;
   }
 
   if (args.action == CLI_ACTION_HELP) {

@@ -116,7 +116,8 @@ static void verbose_line(cli_report_t *r, const pc_file_t *f) {
   } else if (!any_kept(f)) {
     printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(PC_SKIP_RATIO));
   } else {
-    printf("%s %s (%" PRIu64 " ->", f->deduped ? "copied" : "compressed",
+    printf("%s %s (%" PRIu64 " ->",
+           f->deduped ? "copied" : f->cached ? "cached" : "compressed",
            f->fullpath, f->size);
     for (i = 0; i < PC_NFORMATS; i++) {
       const pc_output_t *o = &f->out[i];
@@ -324,8 +325,9 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
 
   printf("{\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
          ",\"compressed\":%" PRIu64 ",\"deduped\":%" PRIu64
-         ",\"unchanged\":%" PRIu64 ",\"skipped\":{",
-         t->files, t->bytes, t->compressed, t->deduped, t->unchanged);
+         ",\"cached\":%" PRIu64 ",\"unchanged\":%" PRIu64 ",\"skipped\":{",
+         t->files, t->bytes, t->compressed, t->deduped, t->cached,
+         t->unchanged);
   for (i = PC_SKIP_NONE + 1; i < PC_SKIP_MAX_; i++) {
     printf("%s\"%s\":%" PRIu64, sep, pc_skip_name((pc_skip_t) i),
            t->skipped[i]);
@@ -384,11 +386,19 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
   }
 
   fprintf(stderr,
-          "precompress: %s%" PRIu64 " files, %" PRIu64 " compressed, ",
+          "precompress: %s%" PRIu64 " files, %" PRIu64 " compressed",
           r->args->opts.dry_run ? "dry run: " : "", t->files, t->compressed);
-  if (t->deduped > 0)
-    fprintf(stderr, "%" PRIu64 " of them copied from identical files, ",
-            t->deduped);
+  if (t->deduped > 0 || t->cached > 0) {
+    /* Say how much of "compressed" was not compressed here. */
+    fputs(" (", stderr);
+    if (t->deduped > 0)
+      fprintf(stderr, "%" PRIu64 " copied from identical files%s", t->deduped,
+              t->cached > 0 ? ", " : "");
+    if (t->cached > 0)
+      fprintf(stderr, "%" PRIu64 " from the cache", t->cached);
+    fputc(')', stderr);
+  }
+  fputs(", ", stderr);
   if (t->unchanged > 0)
     fprintf(stderr, "%" PRIu64 " unchanged, ", t->unchanged);
   fprintf(stderr, "%" PRIu64 " skipped%s%s%s, %" PRIu64 " failed", skipped,
