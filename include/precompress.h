@@ -39,7 +39,8 @@ extern "C" {
   XX(ENOTREG, -4003, "not a regular file")                                    \
   XX(EOUTDIR, -4004, "output name is taken by a directory")                   \
   XX(ENOZSTD, -4005, "built without zstd support")                            \
-  XX(EINTERRUPTED, -4006, "interrupted")
+  XX(EINTERRUPTED, -4006, "interrupted")                                      \
+  XX(EBADMANIFEST, -4007, "not a precompress manifest (invalid JSON)")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -144,6 +145,8 @@ typedef struct pc_totals {
   uint64_t cached;     /* of `compressed`: results taken from the cache */
   uint64_t skipped[PC_SKIP_MAX_]; /* files with no output, by reason */
   uint64_t failed;     /* files that failed */
+  uint64_t errors;     /* other failures: a directory that cannot be read,
+                          the manifest or the cache (see on_error) */
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
   uint64_t removed;    /* outputs removed (or, dry run, to remove) */
   int signo;           /* SIGINT or SIGTERM when the run was interrupted */

@@ -28,10 +28,11 @@ struct pc__enc {
   int finished;
   union {
     struct {
-      z_stream z;
+      z_stream *z; /* on the heap: zlib checks it never moves */
       uLong crc;
       uint32_t isize; /* input size mod 2^32, as the trailer wants */
       int xfl;
+      int level;
       int header_done;
     } gz;
     BrotliEncoderState *br;
@@ -41,11 +42,37 @@ struct pc__enc {
   } u;
 };
 
+/* Per-thread spares: one deflate state and one zstd context, kept by the
+ * worker thread between files. A spare's level must match to be reused.
+ */
+static _Thread_local struct {
+  int gz_level; /* 0: no spare */
+  z_stream *gz;
+#if PC_HAVE_ZSTD
+  ZSTD_CCtx *zst;
+#endif
+} spare;
+
 static int gz_init(pc__enc_t *e, int level) {
-  memset(&e->u.gz.z, 0, sizeof(e->u.gz.z));
-  if (deflateInit2(&e->u.gz.z, level, Z_DEFLATED, -MAX_WBITS, 8,
-                   Z_DEFAULT_STRATEGY) != Z_OK)
-    return PC_ECODEC;
+  if (spare.gz_level == level) {
+    e->u.gz.z = spare.gz;
+    spare.gz = NULL;
+    spare.gz_level = 0;
+    if (deflateReset(e->u.gz.z) != Z_OK) {
+      deflateEnd(e->u.gz.z);
+      free(e->u.gz.z);
+      return PC_ECODEC;
+    }
+  } else {
+    if ((e->u.gz.z = calloc(1, sizeof(z_stream))) == NULL)
+      return -ENOMEM;
+    if (deflateInit2(e->u.gz.z, level, Z_DEFLATED, -MAX_WBITS, 8,
+                     Z_DEFAULT_STRATEGY) != Z_OK) {
+      free(e->u.gz.z);
+      return PC_ECODEC;
+    }
+  }
+  e->u.gz.level = level;
   e->u.gz.crc = crc32(0L, Z_NULL, 0);
   /* CPython's GzipFile: 2 for the best level, 4 for the fastest. */
   e->u.gz.xfl = level == 9 ? 2 : level == 1 ? 4 : 0;
@@ -54,7 +81,7 @@ static int gz_init(pc__enc_t *e, int level) {
 
 static int gz_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
                    pc__buf_t *dst) {
-  z_stream *z = &e->u.gz.z;
+  z_stream *z = e->u.gz.z;
   int flush = last ? Z_FINISH : Z_NO_FLUSH, ret, err;
 
   if (!e->u.gz.header_done) {
@@ -158,13 +185,24 @@ static int br_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
 /* RFC 9659: HTTP clients may refuse frames with a window above 8 MiB. */
 #define ZSTD_MAX_WLOG 23
 
-static int zst_init(pc__enc_t *e, int level, uint64_t in_size) {
-  ZSTD_CCtx *c = ZSTD_createCCtx();
+static int zst_init(pc__enc_t *e, int level, uint64_t in_size,
+                    unsigned threads) {
+  ZSTD_CCtx *c = spare.zst;
   ZSTD_compressionParameters cp;
 
-  if (c == NULL)
+  spare.zst = NULL;
+  if (c == NULL && (c = ZSTD_createCCtx()) == NULL)
     return -ENOMEM;
+  /* Every parameter back to its default: the last file's must not leak. */
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
   cp = ZSTD_getCParams(level, in_size, 0);
+  if (in_size >= PC__ZSTD_MT_MIN &&
+      ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_nbWorkers,
+                                          threads ? (int)threads : 1))) {
+    /* A libzstd without threads: say so rather than write other bytes. */
+    ZSTD_freeCCtx(c);
+    return PC_ECODEC;
+  }
   if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level)) ||
       (cp.windowLog > ZSTD_MAX_WLOG &&
        ZSTD_isError(
@@ -206,7 +244,7 @@ static int zst_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
 #endif
 
 int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
-                uint64_t in_size) {
+                uint64_t in_size, unsigned threads) {
   pc__enc_t *e = calloc(1, sizeof(*e));
   int err;
 
@@ -223,7 +261,7 @@ int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
     break;
 #if PC_HAVE_ZSTD
   case PC_ZST:
-    err = zst_init(e, level, in_size);
+    err = zst_init(e, level, in_size, threads);
     break;
 #endif
   default:
@@ -261,14 +299,20 @@ void pc__enc_free(pc__enc_t *e) {
     return;
   switch (e->fmt) {
   case PC_GZ:
-    deflateEnd(&e->u.gz.z);
+    if (spare.gz != NULL) {
+      deflateEnd(spare.gz);
+      free(spare.gz);
+    }
+    spare.gz = e->u.gz.z;
+    spare.gz_level = e->u.gz.level;
     break;
   case PC_BR:
     BrotliEncoderDestroyInstance(e->u.br);
     break;
 #if PC_HAVE_ZSTD
   case PC_ZST:
-    ZSTD_freeCCtx(e->u.zst);
+    ZSTD_freeCCtx(spare.zst);
+    spare.zst = e->u.zst;
     break;
 #endif
   default:

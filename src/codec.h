@@ -10,11 +10,19 @@ typedef struct pc__enc pc__enc_t;
 
 /* Creates an encoder for `fmt` at `level`, for an input of exactly
  * `in_size` bytes (brotli's size hint and zstd's pledged size depend on it,
- * and they shape the output, so the size must be right). *out receives it;
- * free with pc__enc_free(). 0, -ENOMEM or PC_ECODEC.
+ * and they shape the output, so the size must be right). zstd compresses
+ * an input of PC__ZSTD_MT_MIN bytes or more with `threads` worker threads
+ * of its own. *out receives it; free with pc__enc_free(). 0, -ENOMEM or
+ * PC_ECODEC.
  */
 int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
-                uint64_t in_size);
+                uint64_t in_size, unsigned threads);
+
+/* zstd's multi-threaded mode gives the same bytes for any number of
+ * workers from 1 up, but not the bytes of its single-threaded mode: which
+ * mode a file gets depends on its size alone, never on -j.
+ */
+#define PC__ZSTD_MT_MIN ((uint64_t)32 << 20)
 
 /* Compresses n bytes of input, appending output to `dst`. `last` finishes
  * the stream after this input (container trailer included). 0, -ENOMEM or
@@ -23,7 +31,10 @@ int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
 int pc__enc_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
                  pc__buf_t *dst);
 
-/* Frees e (NULL is fine). */
+/* Frees e (NULL is fine). A deflate or zstd state goes back to a
+ * per-thread spare, reused by the thread's next encoder of that format and
+ * level (set-up costs show on small files).
+ */
 void pc__enc_free(pc__enc_t *e);
 
 #endif /* PC_CODEC_H */

@@ -279,6 +279,17 @@ out:
   return ret;
 }
 
+/* Opens another file's output to copy it without moving its atime, which
+ * is its source's (O_NOATIME needs us to own it; else a plain open).
+ */
+static int open_noatime(const char *name) {
+  int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK;
+  int fd = open(name, flags | O_NOATIME);
+  if (fd < 0 && errno == EPERM)
+    fd = open(name, flags);
+  return fd;
+}
+
 /* Copies the leader's kept outputs into our temp files. 0 when every kept
  * output was copied, 1 when one of them is not what the leader wrote (gone,
  * replaced): then the caller compresses instead. Negative on our own write
@@ -301,8 +312,7 @@ static int copy_outputs(pc__job_t *j, struct fmt_state *fs,
       continue; /* nothing on disk to copy from, and nothing to write */
     if ((size_t)snprintf(name, sizeof(name), "%s.%s", leader,
                          pc_format_ext((pc_format_t)f)) >= sizeof(name) ||
-        (fds[f] = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
-                                 O_NONBLOCK)) < 0 ||
+        (fds[f] = open_noatime(name)) < 0 ||
         fstat(fds[f], &st) != 0 || !S_ISREG(st.st_mode) ||
         (uint64_t)st.st_size != lo[f].size) {
       ret = 1;
@@ -510,6 +520,17 @@ void pc__job_run(pc__job_t *j) {
     fail(j, PC__ERRNO(), NULL);
     goto out;
   }
+  if (j->content != NULL) {
+    /* Back from waiting: our own hashing read moved the atime since. */
+    if (j->st.st_size != j->st0.st_size ||
+        j->st.st_mtim.tv_sec != j->st0.st_mtim.tv_sec ||
+        j->st.st_mtim.tv_nsec != j->st0.st_mtim.tv_nsec) {
+      fail(j, PC_ECHANGED, NULL);
+      goto out;
+    }
+    j->st = j->st0;
+  }
+  j->st0 = j->st;
   j->stat_ok = 1;
   j->mtime_ns =
       (int64_t)j->st.st_mtim.tv_sec * 1000000000 + j->st.st_mtim.tv_nsec;
@@ -578,7 +599,7 @@ void pc__job_run(pc__job_t *j) {
       if (j->cfg->cache != NULL && have_hash && from_cache(j, f, h, limit, &fs[f]))
         continue;
       if ((err = pc__enc_new(&fs[f].enc, (pc_format_t)f, j->cfg->level[f],
-                             j->size)) != 0) {
+                             j->size, j->cfg->jobs)) != 0) {
         fail(j, err, NULL);
         goto out;
       }

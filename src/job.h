@@ -18,6 +18,7 @@ typedef struct pc__cfg {
   int level[PC_NFORMATS];
   uint64_t ratio_num, ratio_den;
   int dry_run;
+  unsigned jobs;   /* threads for zstd's own multi-threading of big files */
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
   struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */
   const struct pc__cache *cache; /* read-only; NULL: no --cache-dir */
@@ -45,6 +46,8 @@ typedef struct pc__job {
    * park the job until the leader is done; it then runs again and copies.
    */
   struct pc__content *content;
+  struct stat st0;        /* the source before its first read: its atime is
+                             what outputs get, even after a wait */
   int wait;
   int lead;               /* compressed it first: others may wait on it */
   int copied;             /* outputs copied from an identical file */

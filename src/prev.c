@@ -197,13 +197,13 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
     if (f == NULL)
       return errno == ENOENT ? 0 : PC__ERRNO();
     fclose(f);
-    return -EINVAL;
+    return PC_EBADMANIFEST;
   }
   files = json_object_get(doc, "files");
   if (!json_is_object(doc) ||
       json_integer_value(json_object_get(doc, "precompress")) != 1 ||
       !json_is_array(files)) {
-    err = -EINVAL;
+    err = PC_EBADMANIFEST;
     goto done;
   }
   if (!same_options(json_object_get(doc, "options"), formats, level,

@@ -178,7 +178,7 @@ void pc__run_unchanged(pc__run_t *r, uint32_t root, char *rel,
 }
 
 void pc__run_error(pc__run_t *r, const char *path, int err) {
-  r->totals.failed++;
+  r->totals.errors++;
   if (r->opts->on_error != NULL)
     r->opts->on_error(r->opts->data, path, err);
 }
@@ -456,6 +456,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     }
   }
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
+  r->cfg.jobs = r->jobs;
   if (opts->skip_ext != NULL) {
     r->skip_ext = opts->skip_ext;
     r->nskip_ext = opts->nskip_ext;

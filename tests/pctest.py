@@ -44,8 +44,10 @@ REASONS = ("extension", "excluded", "empty", "min-size", "special", "broken-link
 NOBODY = 65534
 
 SUMMARY_RE = re.compile(
-    r"^precompress: (?P<dry>dry run: )?(?P<files>\d+) files, (?P<compressed>\d+) compressed, "
+    r"^precompress: (?P<dry>dry run: )?(?P<files>\d+) files, (?P<compressed>\d+) compressed"
+    r"(?: \([^)]*\))?, (?:(?P<unchanged>\d+) unchanged, )?"
     r"(?P<skipped>\d+) skipped(?: \((?P<reasons>[^)]*)\))?(?:, (?P<failed>\d+) failed)?"
+    r"(?:, (?P<errors>\d+) other errors?)?"
     r"(?:, (?P<changes>\d+) changes)?; (?P<rest>.*)$"
 )
 TEMP_RE = re.compile(rb"^\..+\.(gz|br|zst)\.[A-Za-z0-9]{6}\.tmp$")

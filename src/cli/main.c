@@ -274,7 +274,7 @@ int main(int argc, char **argv) {
   cli_report_clear(&report);
 
   if (rc == 0) {
-    if (totals.failed > 0 ||
+    if (totals.failed > 0 || totals.errors > 0 ||
         (args.check && (totals.changes > 0 || report.listed > 0)))
       status = EXIT_FAILED;
     else

@@ -333,9 +333,9 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
            t->skipped[i]);
     sep = ",";
   }
-  printf("},\"failed\":%" PRIu64 ",\"changes\":%" PRIu64
-         ",\"removed\":%" PRIu64 ",\"formats\":{",
-         t->failed, t->changes, t->removed);
+  printf("},\"failed\":%" PRIu64 ",\"errors\":%" PRIu64
+         ",\"changes\":%" PRIu64 ",\"removed\":%" PRIu64 ",\"formats\":{",
+         t->failed, t->errors, t->changes, t->removed);
   sep = "";
   for (i = 0; i < PC_NFORMATS; i++) {
     if (!(r->formats & PC_FMT_BIT(i)))
@@ -403,6 +403,9 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
     fprintf(stderr, "%" PRIu64 " unchanged, ", t->unchanged);
   fprintf(stderr, "%" PRIu64 " skipped%s%s%s, %" PRIu64 " failed", skipped,
           len > 0 ? " (" : "", reasons, len > 0 ? ")" : "", t->failed);
+  if (t->errors > 0)
+    fprintf(stderr, ", %" PRIu64 " other error%s", t->errors,
+            t->errors == 1 ? "" : "s");
   if (r->args->opts.dry_run)
     fprintf(stderr, ", %" PRIu64 " changes", t->changes);
   sep = "; ";

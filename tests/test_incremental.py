@@ -1,0 +1,494 @@
+#!/usr/bin/python3
+"""Incremental runs with --manifest: files unchanged since the earlier run are not read again.
+
+The contract (issue 3, item 2): a file whose size and mtime_ns match its record in the
+earlier manifest (same formats, levels and max ratio), whose recorded outputs are all
+there with the recorded sizes and the source's mtime, and none of whose non-kept outputs
+exist, is left alone: `unchanged` in -v, `N unchanged` in the summary, "unchanged" in
+--json, its manifest entry carried over. --force ignores the records.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+import json
+import os
+import re
+import shutil
+import stat
+import time
+import unittest
+
+from pctest import (NOBODY, PCTestCase, PROGRAM, classify, decode, expected_outputs, fsb, listing,
+                    load_manifest, main, make_world_accessible, manifest_by_path, run, source_snapshot,
+                    walk_all)
+
+# These runs are about the tree and the manifest alone: no content cache from the environment.
+os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
+
+HAVE_SETPRIV = shutil.which("setpriv") is not None
+
+# The summary line with the optional "N of them copied ..." and "N unchanged" parts.
+SUMMARY_RE = re.compile(
+    r"^precompress: (?P<dry>dry run: )?(?P<files>\d+) files, (?P<compressed>\d+) compressed"
+    r"(?: \((?:(?P<deduped>\d+) copied from identical files)?(?:, )?(?:(?P<cached>\d+) from the cache)?\))?, "
+    r"(?:(?P<unchanged>\d+) unchanged, )?"
+    r"(?P<skipped>\d+) skipped(?: \((?P<reasons>[^)]*)\))?, (?P<failed>\d+) failed"
+    r"(?:, (?P<errors>\d+) other errors?)?"
+    r"(?:, (?P<changes>\d+) changes)?; (?P<rest>.*)$"
+)
+VERBOSE_RE = re.compile(r"^(compressed|copied|cached|skipped) (.+) \(([^()]*)\)$")
+UNCHANGED_RE = re.compile(r"^unchanged (.+)$")
+
+
+def summary(res):
+    found = [m for m in (SUMMARY_RE.match(l) for l in res.err_lines) if m]
+    if not found:
+        raise AssertionError("no summary line on stderr: %r" % res)
+    m = found[-1]
+    d = {k: int(m.group(k) or 0) for k in ("files", "compressed", "deduped", "cached", "unchanged", "skipped",
+                                             "failed", "changes")}
+    d["dry"] = bool(m.group("dry"))
+    return d
+
+
+def error_lines(res):
+    return [l for l in res.err_lines if not SUMMARY_RE.match(l)]
+
+
+def kinds(res, root):
+    """-v lines -> {rel_bytes: kind} with kind 'compressed', 'copied', 'unchanged' or 'skipped (REASON)'."""
+    prefix = root.rstrip("/") + "/"
+    out = {}
+    for line in res.out_lines:
+        m = UNCHANGED_RE.match(line)
+        if m and not VERBOSE_RE.match(line):
+            kind, p = "unchanged", m.group(1)
+        else:
+            m = VERBOSE_RE.match(line)
+            if not m:
+                continue
+            kind, p = m.group(1), m.group(2)
+            if kind == "skipped":
+                kind = "skipped (%s)" % m.group(3)
+        if p.startswith(prefix):
+            p = p[len(prefix):]
+        rel = os.fsencode(p)
+        if rel in out:
+            raise AssertionError("%r reported twice in -v output: %r" % (rel, res))
+        out[rel] = kind
+    return out
+
+
+def output_stats(root):
+    """{rel: (ino, mtime_ns, ctime_ns, size, mode)} of every .gz/.br/.zst in the tree."""
+    res = {}
+    for rel, st in walk_all(root).items():
+        if rel.endswith((b".gz", b".br", b".zst")) and stat.S_ISREG(st.st_mode):
+            res[rel] = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, stat.S_IMODE(st.st_mode))
+    return res
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+class Base(PCTestCase):
+    def first(self, root, man, extra=()):
+        """The first run: -v, with the manifest. Returns (kinds, manifest bytes)."""
+        self.assertFalse(os.path.exists(man))
+        r = run(["-v", "--manifest", man] + list(extra) + [root])
+        self.assertEqual(r.rc, 0, r)
+        k = kinds(r, root)
+        self.assertEqual(summary(r)["unchanged"], 0, "first run, no manifest yet: %r" % r)
+        self.assertNotIn("unchanged", k.values(), r)
+        return k, read(man)
+
+    def assertOracleOutputs(self, root, rels):
+        """rel's outputs (gz and br) are there, equal the oracle and carry the source's mtime."""
+        cls = classify(root)
+        broot = fsb(root)
+        for rel in rels:
+            rel = os.fsencode(rel)
+            src = os.path.join(broot, rel)
+            data = read(src)
+            sst = os.stat(src)
+            for fmt, blob in cls[rel]["out"].items():
+                out = src + b"." + fmt.encode()
+                if blob is None:
+                    self.assertFalse(os.path.lexists(out), "%r: an output the keep rule rejects" % out)
+                    continue
+                self.assertTrue(os.path.isfile(out), "%r missing" % out)
+                self.assertEqual(read(out), blob, "%r: bytes differ from the oracle" % out)
+                self.assertEqual(decode(fmt, out), data, "%r does not decode to its source" % out)
+                self.assertEqual(os.stat(out).st_mtime_ns, sst.st_mtime_ns, "%r: mtime is not the source's" % out)
+
+
+class SecondRun(Base):
+    def test_unchanged_tree_reports_everything_unchanged_and_writes_nothing(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        k1, raw1 = self.first(root, man)
+        compressed = sorted(rel for rel, k in k1.items() if k == "compressed")
+        ratio = sorted(rel for rel, k in k1.items() if k == "skipped (ratio)")
+        other = sorted(rel for rel, k in k1.items() if k not in ("compressed", "skipped (ratio)"))
+        self.assertGreaterEqual(len(compressed), 10, k1)
+        self.assertIn(b"robots.txt", ratio)
+        self.assertIn(b"img/photo.png", other)
+        before = listing(root)
+        outs = output_stats(root)
+        self.assertEqual(len(outs), len(expected_outputs(classify(root))))
+        snap = source_snapshot(root)
+        time.sleep(0.05)  # a rewrite or re-stamp would show in ctime past its granularity
+
+        r = run(["-v", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(error_lines(r), [], r)
+        k2 = kinds(r, root)
+        for rel in compressed + ratio:
+            self.assertEqual(k2.get(rel), "unchanged", "%r on an unchanged tree: %r" % (rel, r))
+        for rel in other:
+            self.assertEqual(k2.get(rel), k1[rel], "%r (skipped by rule) must be reported as before" % rel)
+        self.assertEqual(sorted(k2), sorted(k1), "the second run must report the same files")
+        s = summary(r)
+        self.assertEqual(s["unchanged"], len(compressed) + len(ratio), r)
+        self.assertEqual(s["compressed"], 0, r)
+        self.assertEqual(s["failed"], 0, r)
+        self.assertEqual(s["files"], len(k1), r)
+
+        self.assertEqual(read(man), raw1, "the manifest of an unchanged run must be byte-identical")
+        self.assertEqual(output_stats(root), outs,
+                         "outputs were rewritten or re-stamped (inode, mtime, ctime, size, mode)")
+        self.assertEqual(listing(root), before, "the unchanged run changed the tree")
+        self.assertSourcesUnchanged(snap, root)
+
+        r = run(["--json", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        j = json.loads(r.out)
+        self.assertEqual(j["unchanged"], len(compressed) + len(ratio), r.out)
+        self.assertEqual(j["compressed"], 0, r.out)
+        self.assertEqual(j["changes"], 0, r.out)
+        self.assertEqual(read(man), raw1)
+        self.assertEqual(output_stats(root), outs)
+
+    def test_without_manifest_option_everything_is_compressed(self):
+        # The records are only used when --manifest names them.
+        root = self.copy_site()
+        man = self.path("m.json")
+        k1, _ = self.first(root, man)
+        r = run(["-v", root])
+        self.assertEqual(r.rc, 0, r)
+        k2 = kinds(r, root)
+        self.assertNotIn("unchanged", k2.values(), r)
+        self.assertEqual(k2, k1)
+
+
+@unittest.skipUnless(HAVE_SETPRIV, "setpriv (util-linux) is missing: cannot run as an unprivileged user")
+class NotRead(Base):
+    """An unchanged file is not even opened: unreadable to the second run, and still fine."""
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp, 0o777)
+        bindir = self.path("bin")
+        os.makedirs(bindir)
+        os.chmod(bindir, 0o755)
+        self.prog = os.path.join(bindir, "precompress")
+        shutil.copy2(PROGRAM, self.prog)
+        os.chmod(self.prog, 0o755)
+        for prog in (self.prog, PROGRAM):
+            p = run(["--version"], as_nobody=True, timeout=30, program=prog)
+            if p.rc == 0:
+                self.prog = prog
+                break
+        else:
+            self.skipTest("the program cannot be run as uid %d: %r" % (NOBODY, p))
+
+    def test_unreadable_unchanged_file_is_not_read(self):
+        root = self.copy_site()
+        make_world_accessible(root)
+        man = self.path("m.json")
+        r = run(["-v", "--manifest", man, root], as_nobody=True, program=self.prog)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(kinds(r, root).get(b"js/app.js"), "compressed", r)
+        raw1 = read(man)
+        bad = os.path.join(root, "js", "app.js")
+        data = read(bad)
+        os.chmod(bad, 0)  # ctime changes, size and mtime do not
+        outs = output_stats(root)
+
+        r = run(["-v", "--manifest", man, root], as_nobody=True, program=self.prog)
+        self.assertEqual(r.rc, 0, "an unchanged file must not be opened: %r" % r)
+        self.assertEqual(error_lines(r), [], r)
+        k = kinds(r, root)
+        self.assertEqual(k.get(b"js/app.js"), "unchanged", r)
+        self.assertNotIn("compressed", k.values(), r)
+        self.assertEqual(summary(r)["failed"], 0, r)
+        self.assertEqual(read(man), raw1)
+        self.assertEqual(output_stats(root), outs)
+        self.assertEqual(decode("gz", bad + ".gz"), data)
+
+        # Control: the file really is unreadable to nobody, so the pass above proves no read.
+        r = run(["-q", "--force", "--manifest", self.path("m2.json"), root], as_nobody=True, program=self.prog)
+        self.assertEqual(r.rc, 1, "control: nobody should fail to read a mode 000 file: %r" % r)
+        self.assertIn("precompress: %s: Permission denied" % bad, error_lines(r))
+
+
+class WhatBreaksTheRecord(Base):
+    def test_touched_source_is_recompressed_others_unchanged(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        k1, _ = self.first(root, man)
+        m1 = manifest_by_path(load_manifest(man)[0])
+        p = os.path.join(root, "js", "app.js")
+        st = os.stat(p)
+        new_mtime = st.st_mtime_ns + 3_000_000_007
+        os.utime(p, ns=(st.st_atime_ns, new_mtime))
+        others = {rel: v for rel, v in output_stats(root).items() if not rel.startswith(b"js/app.js.")}
+
+        r = run(["-v", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        k2 = kinds(r, root)
+        self.assertEqual(k2.get(b"js/app.js"), "compressed", r)
+        want_unchanged = [rel for rel, k in k1.items() if k in ("compressed", "skipped (ratio)") and rel != b"js/app.js"]
+        for rel in want_unchanged:
+            self.assertEqual(k2.get(rel), "unchanged", "%r: %r" % (rel, r))
+        self.assertEqual(summary(r)["unchanged"], len(want_unchanged), r)
+        self.assertEqual(summary(r)["compressed"], 1, r)
+        self.assertOracleOutputs(root, ["js/app.js"])
+        now = {rel: v for rel, v in output_stats(root).items() if not rel.startswith(b"js/app.js.")}
+        self.assertEqual(now, others, "outputs of unchanged files were touched")
+
+        m2 = manifest_by_path(load_manifest(man)[0])
+        self.assertEqual(m2[b"js/app.js"]["mtime_ns"], new_mtime, "the manifest must record the new mtime")
+        self.assertEqual({k: v for k, v in m2.items() if k != b"js/app.js"},
+                         {k: v for k, v in m1.items() if k != b"js/app.js"}, "carried-over entries changed")
+
+        # and once more: now it is unchanged too
+        r = run(["-v", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(kinds(r, root).get(b"js/app.js"), "unchanged", r)
+        self.assertEqual(summary(r)["unchanged"], len(want_unchanged) + 1, r)
+
+    def test_edit_keeping_size_and_mtime_stays_unchanged(self):
+        # Documented limit: size + mtime_ns is the contract, the file is not read.
+        root = self.copy_site()
+        man = self.path("m.json")
+        self.first(root, man)
+        p = os.path.join(root, "css", "app.css")
+        old = read(p)
+        st = os.stat(p)
+        new = bytearray(old)
+        new[100] = ord("X") if new[100] != ord("X") else ord("Y")
+        new = bytes(new)
+        write(p, new)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+        self.assertEqual((os.stat(p).st_size, os.stat(p).st_mtime_ns), (st.st_size, st.st_mtime_ns))
+        outs = output_stats(root)
+
+        r = run(["-v", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(kinds(r, root).get(b"css/app.css"), "unchanged", r)
+        self.assertEqual(summary(r)["compressed"], 0, r)
+        self.assertEqual(output_stats(root), outs)
+        self.assertEqual(decode("gz", p + ".gz"), old, "the outputs are the old content's, by contract")
+        self.assertNotEqual(decode("gz", p + ".gz"), new)
+
+    def output_case(self, change):
+        """First run, change() the outputs of index.html, second run: index.html is recompressed."""
+        root = self.copy_site()
+        man = self.path("m.json")
+        k1, raw1 = self.first(root, man)
+        src = os.path.join(root, "index.html")
+        change(src)
+        others = {rel: v for rel, v in output_stats(root).items() if not rel.startswith(b"index.html.")}
+        r = run(["-v", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        k2 = kinds(r, root)
+        self.assertEqual(k2.get(b"index.html"), "compressed", r)
+        want_unchanged = [rel for rel, k in k1.items() if k in ("compressed", "skipped (ratio)") and rel != b"index.html"]
+        for rel in want_unchanged:
+            self.assertEqual(k2.get(rel), "unchanged", "%r: %r" % (rel, r))
+        self.assertEqual(summary(r)["unchanged"], len(want_unchanged), r)
+        self.assertOracleOutputs(root, ["index.html"])
+        for ext in ("gz", "br"):
+            st = os.lstat(src + "." + ext)
+            self.assertTrue(stat.S_ISREG(st.st_mode), ext)
+        now = {rel: v for rel, v in output_stats(root).items() if not rel.startswith(b"index.html.")}
+        self.assertEqual(now, others, "outputs of unchanged files were touched")
+        self.assertEqual(read(man), raw1, "restored outputs: the manifest is as before")
+
+    def test_deleted_output_is_restored(self):
+        self.output_case(lambda src: os.unlink(src + ".br"))
+
+    def test_output_size_changed_is_restored(self):
+        def grow(src):
+            out = src + ".gz"
+            st = os.stat(out)
+            with open(out, "ab") as f:
+                f.write(b"junk")
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime as stamped: only the size differs
+        self.output_case(grow)
+
+    def test_output_mtime_changed_is_restored(self):
+        def touch(src):
+            out = src + ".br"
+            st = os.stat(out)
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # same bytes, 1 ns off
+        self.output_case(touch)
+
+    def test_output_replaced_by_symlink_is_restored(self):
+        def link(src):
+            # A symlink at the output name whose own lstat size (the length of its target) and
+            # mtime both equal the recorded output's, pointing at a file that matches too:
+            # only "is it a regular file" tells it from the output the tool wrote.
+            out = src + ".gz"
+            st = os.stat(out)
+            real = self.path("elsewhere")
+            while st.st_size - len(real) > 210:  # leaves at least 10 for the last part
+                real += "/" + "d" * 200
+            real += "/" + "x" * (st.st_size - len(real) - 1 - len(".gz")) + ".gz"
+            self.assertEqual(len(real), st.st_size)
+            os.makedirs(os.path.dirname(real))
+            os.rename(out, real)
+            os.utime(real, ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.symlink(real, out)
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+            lst = os.lstat(out)
+            self.assertEqual((lst.st_size, lst.st_mtime_ns), (st.st_size, st.st_mtime_ns))
+            self.assertEqual(os.stat(out).st_size, st.st_size)
+        self.output_case(link)
+
+    def test_stale_output_of_ratio_skipped_file_is_removed(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        k1, raw1 = self.first(root, man)
+        self.assertEqual(k1[b"robots.txt"], "skipped (ratio)")
+        self.assertEqual(k1[b"assets/random.bin"], "skipped (ratio)")
+        stale = os.path.join(root, "robots.txt.gz")
+        write(stale, b"not a gzip file, left by someone else")
+        src_st = os.stat(os.path.join(root, "robots.txt"))
+        os.utime(stale, ns=(src_st.st_atime_ns, src_st.st_mtime_ns))
+        r = run(["-v", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        k2 = kinds(r, root)
+        self.assertEqual(k2.get(b"robots.txt"), "skipped (ratio)", "robots.txt must be examined again: %r" % r)
+        self.assertFalse(os.path.lexists(stale), "the stale output must be removed")
+        self.assertFalse(os.path.lexists(stale[:-3] + ".br"))
+        self.assertEqual(k2.get(b"assets/random.bin"), "unchanged", r)
+        self.assertEqual(k2.get(b"css/app.css"), "unchanged", r)
+        self.assertEqual(read(man), raw1)
+
+
+class Options(Base):
+    def test_different_options_nothing_unchanged(self):
+        cases = [["--gzip-level", "6"], ["--brotli-quality", "10"], ["--no-brotli"], ["--no-gzip"],
+                 ["--max-ratio", "0.9"]]
+        for opts in cases:
+            with self.subTest(opts=opts):
+                root = self.copy_site("site-" + "-".join(o.strip("-") for o in opts))
+                man = self.path("m-%d.json" % cases.index(opts))
+                k1, raw1 = self.first(root, man)
+                r = run(["-v", "--manifest", man] + opts + [root])
+                self.assertEqual(r.rc, 0, r)
+                k2 = kinds(r, root)
+                self.assertNotIn("unchanged", k2.values(), "%r: options differ from the manifest's: %r" % (opts, r))
+                self.assertEqual(summary(r)["unchanged"], 0, r)
+                self.assertGreaterEqual(summary(r)["compressed"], 8, r)
+                for rel, k in k1.items():
+                    if k == "compressed":
+                        self.assertIn(k2.get(rel), ("compressed", "skipped (ratio)"), rel)
+                self.assertNotEqual(read(man), raw1, "the manifest must record the new options")
+                # the new manifest's options now match: a third run with them is all unchanged
+                r = run(["-v", "--manifest", man] + opts + [root])
+                self.assertEqual(r.rc, 0, r)
+                k3 = kinds(r, root)
+                self.assertNotIn("compressed", k3.values(), r)
+                self.assertGreater(summary(r)["unchanged"], 0, r)
+                # and back to the defaults: all compressed again
+                r = run(["-v", "--manifest", man, root])
+                self.assertEqual(r.rc, 0, r)
+                self.assertNotIn("unchanged", kinds(r, root).values(), "back to defaults: %r" % r)
+                self.assertOracleOutputs(root, [rel for rel, k in k1.items() if k == "compressed"])
+
+    def test_force_ignores_the_records(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        k1, raw1 = self.first(root, man)
+        outs = output_stats(root)
+        r = run(["-v", "--force", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        k2 = kinds(r, root)
+        self.assertEqual(k2, k1, "--force: every file as in a first run")
+        self.assertEqual(summary(r)["unchanged"], 0, r)
+        self.assertEqual(summary(r)["compressed"], list(k1.values()).count("compressed"))
+        after = output_stats(root)
+        self.assertEqual(sorted(after), sorted(outs))
+        for rel in outs:
+            self.assertNotEqual(after[rel][0], outs[rel][0], "--force: %r was not written again" % rel)
+        self.assertEqual(read(man), raw1)
+        self.assertOracleOutputs(root, [rel for rel, k in k1.items() if k == "compressed"])
+
+    def test_corrupt_manifest_exits_1_and_compresses_everything(self):
+        cases = {"truncated": None, "garbage": b"this is not JSON\n", "empty": b"",
+                 "binary": b"\x00\xff\xfe{\n"}
+        for name, content in cases.items():
+            with self.subTest(manifest=name):
+                root = self.copy_site("site-" + name)
+                man = self.path("m-%s.json" % name)
+                k1, raw1 = self.first(root, man)
+                write(man, raw1[: len(raw1) // 2] if content is None else content)
+                r = run(["-v", "--manifest", man, root])
+                self.assertEqual(r.rc, 1, r)
+                errs = error_lines(r)
+                self.assertEqual(len(errs), 1, "one error line: %r" % r)
+                self.assertTrue(errs[0].startswith("precompress: "), errs[0])
+                self.assertIn(man, errs[0], "the error must name the manifest")
+                k2 = kinds(r, root)
+                self.assertNotIn("unchanged", k2.values(), r)
+                self.assertEqual(k2, k1, "every file compressed as in a first run")
+                s = summary(r)
+                self.assertEqual((s["unchanged"], s["compressed"]),
+                                 (0, list(k1.values()).count("compressed")), r)
+                self.assertOracleOutputs(root, [rel for rel, k in k1.items() if k == "compressed"])
+
+
+class CheckWithManifest(Base):
+    def test_check_uses_records_and_still_sees_missing_outputs(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        _, raw1 = self.first(root, man)
+        before = listing(root)
+        r = run(["--check", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, "--check on an unchanged tree: %r" % r)
+        self.assertEqual(r.out, "", r)
+        self.assertEqual(error_lines(r), [], r)
+        self.assertEqual(listing(root), before)
+        self.assertEqual(read(man), raw1, "--check must not write the manifest")
+
+        os.unlink(os.path.join(root, "index.html.br"))
+        before = listing(root)
+        r = run(["--check", "--manifest", man, root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.out_lines, ["missing %s/index.html.br" % root], r)
+        self.assertEqual(listing(root), before, "--check changed the tree")
+        self.assertEqual(read(man), raw1)
+
+        # a touched source is stale even though its record exists
+        p = os.path.join(root, "data", "config.json")
+        st = os.stat(p)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+        r = run(["--check", "--manifest", man, root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(sorted(r.out_lines), sorted(["missing %s/index.html.br" % root,
+                                                      "stale %s/data/config.json.gz" % root,
+                                                      "stale %s/data/config.json.br" % root]), r)
+
+
+if __name__ == "__main__":
+    main()
