@@ -204,6 +204,8 @@ typedef struct pc_options {
   const char *cache_dir;
   uint64_t cache_max_size;
   int dry_run;      /* do everything but write, replace or remove */
+  int fsync;        /* fsync each output before its rename and its
+                       directory after, and the manifest likewise */
 
   /* Callbacks, all made on the thread that called pc_run(). */
   void *data;

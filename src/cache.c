@@ -227,7 +227,7 @@ void pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
   st.st_mode = 0644;
   st.st_atim.tv_nsec = UTIME_NOW;
   st.st_mtim.tv_nsec = UTIME_NOW;
-  pc__out_commit(&o, path, &st);
+  pc__out_commit(&o, path, &st, 0);
   goto out;
 fail:
   pc__out_discard(&o);

@@ -18,6 +18,7 @@ typedef struct pc__cfg {
   int level[PC_NFORMATS];
   uint64_t ratio_num, ratio_den;
   int dry_run;
+  int fsync;       /* --fsync: outputs durable before and after rename */
   unsigned jobs;   /* threads for zstd's own multi-threading of big files */
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
   struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */

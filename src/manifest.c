@@ -167,7 +167,7 @@ int pc__manifest_write(pc__run_t *r, const char *path) {
   st.st_mtim.tv_nsec = UTIME_NOW;
   if ((err = pc__out_open(&out, path)) != 0 ||
       (err = pc__out_write(&out, b.data, b.len)) != 0 ||
-      (err = pc__out_commit(&out, path, &st)) != 0)
+      (err = pc__out_commit(&out, path, &st, r->cfg.fsync)) != 0)
     goto out;
 out:
   pc__out_discard(&out);

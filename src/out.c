@@ -90,7 +90,33 @@ int pc__out_write(pc__out_t *o, const void *p, size_t n) {
   return 0;
 }
 
-int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src) {
+/* fsync()s the directory holding `path`, making a rename in it durable. */
+static int sync_dir(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char *dir;
+  int fd, err = 0;
+
+  if (slash == NULL)
+    dir = pc__strdup(".");
+  else if (slash == path)
+    dir = pc__strdup("/");
+  else if ((dir = malloc((size_t)(slash - path) + 1)) != NULL) {
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash - path] = '\0';
+  }
+  if (dir == NULL)
+    return -ENOMEM;
+  fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fsync(fd) != 0)
+    err = PC__ERRNO();
+  if (fd >= 0)
+    close(fd);
+  free(dir);
+  return err;
+}
+
+int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
+                   int sync) {
   struct timespec times[2];
   int err = 0;
 
@@ -99,7 +125,8 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src) {
   /* Through the descriptor: nothing can swap the file under us between the
    * write and the metadata. Only permission bits: never set-id bits.
    */
-  if (fchmod(o->fd, src->st_mode & 0777) != 0 || futimens(o->fd, times) != 0)
+  if (fchmod(o->fd, src->st_mode & 0777) != 0 || futimens(o->fd, times) != 0 ||
+      (sync && fsync(o->fd) != 0))
     err = PC__ERRNO();
   /* close() reports delayed write errors (NFS, quota): check it. */
   if (close(o->fd) != 0 && err == 0)
@@ -109,6 +136,8 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src) {
     err = errno == EISDIR ? PC_EOUTDIR : PC__ERRNO();
   if (err != 0)
     unlink(o->tmp);
+  else if (sync)
+    err = sync_dir(final); /* renamed: only durability is in question */
   free(o->tmp);
   o->tmp = NULL;
   return err;

@@ -26,10 +26,13 @@ int pc__out_open(pc__out_t *o, const char *final);
 int pc__out_write(pc__out_t *o, const void *p, size_t n);
 
 /* Gives the temp the permission bits and atime/mtime of `src`, closes it
- * and renames it over `final`. On failure the temp is removed. Either way o
- * is closed afterwards.
+ * and renames it over `final`. With `sync`, the data reaches the disk
+ * before the rename and the directory entry after it, so that after a power
+ * loss the name holds the old file or the new one. On failure the temp is
+ * removed. Either way o is closed afterwards.
  */
-int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src);
+int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
+                   int sync);
 
 /* Closes and removes the temp, if any (cleanup path; never fails). */
 void pc__out_discard(pc__out_t *o);

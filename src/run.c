@@ -13,6 +13,7 @@
 #include "cache.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@
  */
 #define WALK_BUDGET 256
 #define PROGRESS_MS 200
+#define FDS_PER_JOB 8
+#define LOOP_FDS 16
 
 /* Heap of pending jobs, largest first. */
 static void heap_push(pc__run_t *r, pc__job_t *j) {
@@ -442,6 +445,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   r->cfg.ratio_num = opts->ratio_num;
   r->cfg.ratio_den = opts->ratio_den;
   r->cfg.dry_run = opts->dry_run;
+  r->cfg.fsync = opts->fsync;
   atomic_init(&r->cfg.stop, 0);
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
     goto out;
@@ -456,6 +460,22 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     }
   }
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
+  {
+    /* A job holds at most FDS_PER_JOB descriptors at once (its source,
+     * an identical file, three temp files, three outputs or cache entries
+     * to copy from); the loop needs a few of its own. Fewer jobs, not
+     * EMFILE failures, under a low `ulimit -n`.
+     */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      rlim_t room = rl.rlim_cur > LOOP_FDS ? rl.rlim_cur - LOOP_FDS : 0;
+      unsigned most = (unsigned)(room / FDS_PER_JOB);
+      if (most < 1)
+        most = 1;
+      if (r->jobs > most)
+        r->jobs = most;
+    }
+  }
   r->cfg.jobs = r->jobs;
   if (opts->skip_ext != NULL) {
     r->skip_ext = opts->skip_ext;

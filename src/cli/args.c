@@ -21,6 +21,7 @@ typedef enum opt_id {
   OPT_EXCLUDE,
   OPT_FOLLOW,
   OPT_FORCE,
+  OPT_FSYNC,
   OPT_CACHE_DIR,
   OPT_CACHE_MAX_SIZE,
   OPT_JOBS,
@@ -61,6 +62,7 @@ static const opt_def_t opt_table[] = {
   {"exclude", 0, 1, OPT_EXCLUDE},
   {"follow", 0, 0, OPT_FOLLOW},
   {"force", 0, 0, OPT_FORCE},
+  {"fsync", 0, 0, OPT_FSYNC},
   {"cache-dir", 0, 1, OPT_CACHE_DIR},
   {"cache-max-size", 0, 1, OPT_CACHE_MAX_SIZE},
   {"jobs", 'j', 1, OPT_JOBS},
@@ -403,6 +405,9 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     break;
   case OPT_FORCE:
     o->force = 1;
+    break;
+  case OPT_FSYNC:
+    o->fsync = 1;
     break;
   case OPT_JOBS:
     if (parse_int_range(value, 1, 1024, &n))
