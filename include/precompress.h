@@ -203,6 +203,14 @@ typedef struct pc_options {
    */
   const char *cache_dir;
   uint64_t cache_max_size;
+
+  /* Sharding: this run takes the files whose relative path hashes (XXH3)
+   * to shard_index - 1 modulo shard_count, so N machines each take a
+   * deterministic part; pc_merge_manifests() joins their manifests.
+   * shard_count 0: every file.
+   */
+  uint32_t shard_index; /* 1..shard_count */
+  uint32_t shard_count;
   int dry_run;      /* do everything but write, replace or remove */
   int fsync;        /* fsync each output before its rename and its
                        directory after, and the manifest likewise */
@@ -246,6 +254,16 @@ PC_EXTERN const char *pc_library_versions(void);
  * nothing could run (invalid options, no loop). totals may be NULL.
  */
 PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
+
+/* Merges the manifests of the shards of one job (same options, same
+ * roots, no file in two of them) into `out`, written atomically: the same
+ * bytes one run over the whole tree writes. Returns 0, PC_EBADMANIFEST (an
+ * input is not a manifest), -EINVAL (inputs of different jobs), -EEXIST (a
+ * file in two inputs) or an I/O error. *bad (when not NULL) receives the
+ * index of the input at fault, or SIZE_MAX when writing `out` failed.
+ */
+PC_EXTERN int pc_merge_manifests(const char *out, const char *const *in,
+                                 size_t nin, size_t *bad);
 
 /* Validates options without running. Returns 0 or -EINVAL; *what, when not
  * NULL, receives a static phrase naming the bad field.

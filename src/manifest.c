@@ -43,7 +43,7 @@ static int put_ratio(pc__buf_t *b, uint64_t num, uint64_t den) {
                         digits, (unsigned long long)frac);
 }
 
-static int put_options(pc__buf_t *b, const pc__run_t *r) {
+static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
   static const char *const level_key[PC_NFORMATS] = {
       "gzip_level", "brotli_quality", "zstd_level"};
   const char *sep = "";
@@ -51,23 +51,23 @@ static int put_options(pc__buf_t *b, const pc__run_t *r) {
 
   err |= pc__buf_puts(b, "  \"options\": {\"formats\": [");
   for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(r->cfg.formats & PC_FMT_BIT(f)))
+    if (!(r->formats & PC_FMT_BIT(f)))
       continue;
     err |= pc__buf_printf(b, "%s\"%s\"", sep, pc_format_ext((pc_format_t)f));
     sep = ", ";
   }
   err |= pc__buf_puts(b, "]");
   for (f = 0; f < PC_NFORMATS; f++)
-    if (r->cfg.formats & PC_FMT_BIT(f))
-      err |= pc__buf_printf(b, ", \"%s\": %d", level_key[f], r->cfg.level[f]);
+    if (r->formats & PC_FMT_BIT(f))
+      err |= pc__buf_printf(b, ", \"%s\": %d", level_key[f], r->level[f]);
   err |= pc__buf_puts(b, ", \"max_ratio\": ");
-  err |= put_ratio(b, r->cfg.ratio_num, r->cfg.ratio_den);
+  err |= put_ratio(b, r->ratio_num, r->ratio_den);
   err |= pc__buf_printf(b, ", \"min_size\": %llu},\n",
-                        (unsigned long long)r->opts->min_size);
+                        (unsigned long long)r->min_size);
   return err ? -ENOMEM : 0;
 }
 
-static int put_file(pc__buf_t *b, const pc__run_t *r, const pc__rec_t *e) {
+static int put_file(pc__buf_t *b, const pc__mdoc_t *r, const pc__rec_t *e) {
   size_t n = strlen(e->path);
   int lossy = 0, f, err = 0;
 
@@ -94,7 +94,7 @@ static int put_file(pc__buf_t *b, const pc__run_t *r, const pc__rec_t *e) {
       err |= pc__buf_printf(b, ", \"%s\": {\"skipped\": \"ratio\"}", ext);
   }
   if (e->err != 0) {
-    const char *msg = pc_strerror(e->err);
+    const char *msg = e->err_msg != NULL ? e->err_msg : pc_strerror(e->err);
     err |= pc__buf_puts(b, ", \"error\": ");
     err |= pc__json_str(b, msg, strlen(msg), NULL);
   }
@@ -102,24 +102,40 @@ static int put_file(pc__buf_t *b, const pc__run_t *r, const pc__rec_t *e) {
   return err ? -ENOMEM : 0;
 }
 
-static int put_totals(pc__buf_t *b, const pc__run_t *r) {
-  const pc_totals_t *t = &r->totals;
+/* Totals from the lines themselves, so a merged manifest adds up exactly
+ * like a single run's.
+ */
+static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
+  uint64_t files = r->nrecs, bytes = 0, failed = 0;
+  uint64_t ff[PC_NFORMATS] = {0}, fb[PC_NFORMATS] = {0};
+  size_t i;
   int f, err = 0;
 
+  for (i = 0; i < r->nrecs; i++) {
+    const pc__rec_t *e = &r->recs[i];
+    bytes += e->size;
+    failed += e->err != 0;
+    for (f = 0; f < PC_NFORMATS; f++) {
+      if (e->out[f].state == PC_OUT_KEPT) {
+        ff[f]++;
+        fb[f] += e->out[f].size;
+      }
+    }
+  }
+
   err |= pc__buf_printf(b, "  \"totals\": {\"files\": %llu, \"bytes\": %llu",
-                        (unsigned long long)t->files,
-                        (unsigned long long)t->bytes);
+                        (unsigned long long)files, (unsigned long long)bytes);
   for (f = 0; f < PC_NFORMATS; f++)
-    if (r->cfg.formats & PC_FMT_BIT(f))
+    if (r->formats & PC_FMT_BIT(f))
       err |= pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
                             pc_format_ext((pc_format_t)f),
-                            (unsigned long long)t->fmt[f].files,
-                            (unsigned long long)t->fmt[f].bytes_out);
-  err |= pc__buf_printf(b, ", \"failed\": %llu}", (unsigned long long)t->failed);
+                            (unsigned long long)ff[f],
+                            (unsigned long long)fb[f]);
+  err |= pc__buf_printf(b, ", \"failed\": %llu}", (unsigned long long)failed);
   return err ? -ENOMEM : 0;
 }
 
-int pc__manifest_write(pc__run_t *r, const char *path) {
+int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
   pc__buf_t b = {0};
   pc__out_t out = PC__OUT_INIT;
   struct stat st;
@@ -129,7 +145,7 @@ int pc__manifest_write(pc__run_t *r, const char *path) {
 
   qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
   err |= pc__buf_puts(&b, "{\n  \"precompress\": 1,\n");
-  if (r->stopping)
+  if (r->incomplete)
     err |= pc__buf_puts(&b, "  \"incomplete\": true,\n");
   if (put_options(&b, r) != 0)
     err = -ENOMEM;
@@ -137,7 +153,7 @@ int pc__manifest_write(pc__run_t *r, const char *path) {
     uint32_t k;
     err |= pc__buf_puts(&b, "  \"roots\": [");
     for (k = 0; k < r->nroots; k++) {
-      const char *l = r->roots[k].label;
+      const char *l = r->labels[k];
       err |= pc__buf_puts(&b, k ? ", " : "");
       err |= pc__json_str(&b, l, strlen(l), NULL);
     }
@@ -167,10 +183,37 @@ int pc__manifest_write(pc__run_t *r, const char *path) {
   st.st_mtim.tv_nsec = UTIME_NOW;
   if ((err = pc__out_open(&out, path)) != 0 ||
       (err = pc__out_write(&out, b.data, b.len)) != 0 ||
-      (err = pc__out_commit(&out, path, &st, r->cfg.fsync)) != 0)
+      (err = pc__out_commit(&out, path, &st, sync)) != 0)
     goto out;
 out:
   pc__out_discard(&out);
   pc__buf_free(&b);
+  return err;
+}
+
+int pc__manifest_write(pc__run_t *r, const char *path) {
+  pc__mdoc_t d;
+  char **labels = malloc((r->nroots ? r->nroots : 1) * sizeof(*labels));
+  uint32_t k;
+  int f, err;
+
+  if (labels == NULL)
+    return -ENOMEM;
+  for (k = 0; k < r->nroots; k++)
+    labels[k] = r->roots[k].label;
+  memset(&d, 0, sizeof(d));
+  d.formats = r->cfg.formats;
+  for (f = 0; f < PC_NFORMATS; f++)
+    d.level[f] = r->cfg.level[f];
+  d.ratio_num = r->cfg.ratio_num;
+  d.ratio_den = r->cfg.ratio_den;
+  d.min_size = r->opts->min_size;
+  d.labels = labels;
+  d.nroots = r->nroots;
+  d.recs = r->recs;
+  d.nrecs = r->nrecs;
+  d.incomplete = r->stopping;
+  err = pc__manifest_write_doc(&d, path, r->cfg.fsync);
+  free(labels);
   return err;
 }

@@ -82,6 +82,9 @@ int pc_options_check(const pc_options_t *o, const char **what) {
     bad = "max ratio must be above 0 and at most 1";
   else if (o->jobs > 1024)
     bad = "jobs must be at most 1024";
+  else if (o->shard_count > 0 &&
+           (o->shard_index < 1 || o->shard_index > o->shard_count))
+    bad = "shard must be K/N with 1 <= K <= N";
   for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {
     if (!(o->formats & PC_FMT_BIT(f)))
       continue;

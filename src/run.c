@@ -402,8 +402,10 @@ static void free_run(pc__run_t *r) {
   while (r->nheap > 0)
     pc__job_free(r->heap[--r->nheap]);
   free(r->heap);
-  for (i = 0; i < r->nrecs; i++)
+  for (i = 0; i < r->nrecs; i++) {
     free(r->recs[i].path);
+    free(r->recs[i].err_msg);
+  }
   free(r->recs);
   for (k = 0; k < r->nroots; k++) {
     free(r->roots[k].dir);

@@ -19,6 +19,7 @@ typedef struct pc__root {
 /* One file's line in the manifest. */
 typedef struct pc__rec {
   char *path; /* owned, relative to its root */
+  char *err_msg; /* owned; set only for lines read from a manifest */
   uint32_t root;
   pc_skip_t skip;
   int err;
@@ -109,6 +110,19 @@ void pc__run_push(pc__run_t *r, pc__job_t *job);
 void pc__run_error(pc__run_t *r, const char *path, int err);
 
 /* manifest.c */
+/* What a manifest says, whoever wrote it (a run, or a merge). */
+typedef struct pc__mdoc {
+  unsigned formats;
+  int level[PC_NFORMATS];
+  uint64_t ratio_num, ratio_den, min_size;
+  char *const *labels; /* root labels; printed when more than one */
+  uint32_t nroots;
+  pc__rec_t *recs;     /* sorted in place */
+  size_t nrecs;
+  int incomplete;
+} pc__mdoc_t;
+
+int pc__manifest_write_doc(pc__mdoc_t *d, const char *path, int sync);
 int pc__manifest_write(pc__run_t *r, const char *path);
 
 #endif /* PC_RUN_H */

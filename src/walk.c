@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 static int cmp_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -96,6 +97,46 @@ static int excluded(const pc__run_t *r, const char *rel) {
     if (pc_glob_match(o->include[k], rel))
       return 0;
   return 1;
+}
+
+/* 1 if the file at `rel` (its path below the root) is this run's to take:
+ * always without --shard. The hash of the bytes of the path alone, so every
+ * shard, on any machine, agrees.
+ */
+static int in_shard(const pc__run_t *r, const char *rel, size_t len) {
+  const pc_options_t *o = r->opts;
+  if (o->shard_count == 0)
+    return 1;
+  return XXH3_64bits(rel, len) % o->shard_count == o->shard_index - 1u;
+}
+
+/* 1 if the temp file `name` (".NAME.EXT.XXXXXX.tmp", in the directory
+ * `drel`) belongs to a source this shard takes.
+ */
+static int owns_temp(const pc__run_t *r, const char *drel, const char *name,
+                     size_t len) {
+  /* "NAME.EXT": between the leading dot and ".XXXXXX.tmp". */
+  size_t outlen = len - 1 - (1 + PC__TMP_RAND) - (sizeof(PC__TMP_SUFFIX) - 1);
+  int f = pc__output_format_of(name + 1, outlen);
+  size_t srclen, dl = strlen(drel);
+  char *src;
+  int mine;
+
+  if (r->opts->shard_count == 0)
+    return 1;
+  if (f < 0)
+    return 0;
+  srclen = outlen - strlen(pc_format_ext((pc_format_t)f)) - 1;
+  if ((src = malloc(dl + 1 + srclen + 1)) == NULL)
+    return 0;
+  memcpy(src, drel, dl);
+  if (dl > 0)
+    src[dl++] = '/';
+  memcpy(src + dl, name + 1, srclen);
+  src[dl + srclen] = '\0';
+  mine = in_shard(r, src, dl + srclen);
+  free(src);
+  return mine;
 }
 
 /* 1 if `name` is FILE.gz/.br/.zst and FILE is in the sorted `names`. */
@@ -185,16 +226,21 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     goto out;
   }
   if (S_ISREG(st.st_mode) && pc__is_temp_name(name)) {
-    /* A temp file of ours, left by a killed run: never an input. */
-    if (!r->cfg.dry_run)
+    /* A temp file of ours, left by a killed run: never an input. Only the
+     * shard that owns its source removes it: another shard may be writing
+     * it right now.
+     */
+    if (!r->cfg.dry_run && owns_temp(r, drel, name, len))
       unlinkat(dfd, name, 0);
     goto out;
   }
   if (S_ISLNK(st.st_mode)) {
     struct stat t;
     if (fstatat(dfd, name, &t, 0) != 0) {
-      pc__run_skip(r, root, rel, full, PC_SKIP_BROKEN_LINK, NULL, 0);
-      rel = NULL;
+      if (in_shard(r, rel, strlen(rel))) {
+        pc__run_skip(r, root, rel, full, PC_SKIP_BROKEN_LINK, NULL, 0);
+        rel = NULL;
+      }
       goto out;
     }
     if (S_ISDIR(t.st_mode)) {
@@ -214,6 +260,8 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     rel = NULL;
     goto out;
   }
+  if (!in_shard(r, rel, strlen(rel)))
+    goto out; /* another shard's */
   if (!S_ISREG(st.st_mode)) {
     pc__run_skip(r, root, rel, full, PC_SKIP_SPECIAL, &st, 0);
     rel = NULL;

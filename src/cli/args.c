@@ -22,6 +22,7 @@ typedef enum opt_id {
   OPT_FOLLOW,
   OPT_FORCE,
   OPT_FSYNC,
+  OPT_SHARD,
   OPT_CACHE_DIR,
   OPT_CACHE_MAX_SIZE,
   OPT_JOBS,
@@ -63,6 +64,7 @@ static const opt_def_t opt_table[] = {
   {"follow", 0, 0, OPT_FOLLOW},
   {"force", 0, 0, OPT_FORCE},
   {"fsync", 0, 0, OPT_FSYNC},
+  {"shard", 0, 1, OPT_SHARD},
   {"cache-dir", 0, 1, OPT_CACHE_DIR},
   {"cache-max-size", 0, 1, OPT_CACHE_MAX_SIZE},
   {"jobs", 'j', 1, OPT_JOBS},
@@ -409,6 +411,17 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
   case OPT_FSYNC:
     o->fsync = 1;
     break;
+  case OPT_SHARD: {
+    /* K/N, 1 <= K <= N: shard K of N. */
+    const char *q = value;
+    uint64_t k, count;
+    if (parse_u64(&q, &k) || *q++ != '/' || parse_u64(&q, &count) ||
+        *q != '\0' || count < 1 || count > 65536 || k < 1 || k > count)
+      return bad_value(args, opt, value, "K/N with 1 <= K <= N <= 65536");
+    o->shard_index = (uint32_t) k;
+    o->shard_count = (uint32_t) count;
+    break;
+  }
   case OPT_JOBS:
     if (parse_int_range(value, 1, 1024, &n))
       return bad_value(args, opt, value, "an integer 1..1024");

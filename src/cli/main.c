@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ static void print_help(FILE *f) {
   zstd_note = pc_format_available(PC_ZST) ? "" : " (not in this build)";
 
   fputs("Usage: precompress [OPTIONS] PATH...\n"
+        "       precompress merge-manifests OUT IN...\n"
         "Write FILE.gz and FILE.br (and FILE.zst when asked) beside every "
         "file worth\n"
         "compressing under each PATH, a directory (walked) or a file.\n"
@@ -140,6 +142,10 @@ static void print_help(FILE *f) {
           "read again\n"
           "      --force               compress every file, whatever the "
           "manifest says\n"
+          "      --shard K/N           take only shard K of N (by hash of "
+          "the relative\n"
+          "                            path); join the manifests with "
+          "merge-manifests\n"
           "      --fsync               make each output durable (fsync) "
           "before it is\n"
           "                            renamed into place, and its directory "
@@ -218,6 +224,33 @@ static int finish_stdout(int status) {
   return status == EXIT_OK ? EXIT_FAILED : status;
 }
 
+/* precompress merge-manifests OUT IN...: the shards' manifests as one. */
+static int merge_main(int argc, char **argv) {
+  size_t bad;
+  int err;
+
+  if (argc < 4 || argv[2][0] == '-') {
+    cli_report_msg(NULL, "merge-manifests needs OUT and at least one IN "
+                         "(see 'precompress --help')");
+    return EXIT_USAGE;
+  }
+  err = pc_merge_manifests(argv[2], (const char *const *) argv + 3,
+                           (size_t) argc - 3, &bad);
+  if (err == 0)
+    return EXIT_OK;
+  if (bad == SIZE_MAX)
+    cli_report_msg(NULL, "%s: %s", argv[2], pc_strerror(err));
+  else if (err == -EINVAL)
+    cli_report_msg(NULL, "%s: written with other options or roots than %s: "
+                   "not a shard of the same job", argv[3 + bad], argv[3]);
+  else if (err == -EEXIST)
+    cli_report_msg(NULL, "the manifests list a file twice: shards overlap "
+                   "(the same K/N given twice?)");
+  else
+    cli_report_msg(NULL, "%s: %s", argv[3 + bad], pc_strerror(err));
+  return EXIT_FAILED;
+}
+
 int main(int argc, char **argv) {
   cli_args_t args;
   cli_report_t report;
@@ -226,6 +259,9 @@ int main(int argc, char **argv) {
   const char *what = NULL;
   int status = EXIT_USAGE;
   int rc;
+
+  if (argc > 1 && strcmp(argv[1], "merge-manifests") == 0)
+    return merge_main(argc, argv);
 
   switch (cli_args_parse(&args, argc, argv)) {
   case CLI_OK:
