@@ -1,0 +1,55 @@
+# bash completion for precompress                          -*- shell-script -*-
+
+_precompress() {
+  local cur prev words cword
+  _init_completion || return
+
+  local opts="--no-gzip --no-brotli --zstd --formats --gzip-level
+    --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
+    --exclude --follow --force --fsync --shard --cache-dir --cache-max-size
+    --jobs -j --manifest --dry-run -n --check --quiet -q --verbose -v
+    --progress --json --help -h --version -V"
+
+  if [[ $cword -eq 1 && $cur != -* ]]; then
+    COMPREPLY=($(compgen -W "merge-manifests" -- "$cur"))
+  fi
+  if [[ ${words[1]} == merge-manifests ]]; then
+    _filedir json
+    return
+  fi
+
+  case $prev in
+    --formats)
+      local IFS=,
+      COMPREPLY=($(compgen -W "gz br zst gz,br gz,br,zst" -- "$cur"))
+      return ;;
+    --progress)
+      COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+      return ;;
+    --gzip-level)
+      COMPREPLY=($(compgen -W "1 2 3 4 5 6 7 8 9" -- "$cur"))
+      return ;;
+    --brotli-quality)
+      COMPREPLY=($(compgen -W "0 1 2 3 4 5 6 7 8 9 10 11" -- "$cur"))
+      return ;;
+    --zstd-level)
+      COMPREPLY=($(compgen -W "$(seq 1 19)" -- "$cur"))
+      return ;;
+    --manifest)
+      _filedir json
+      return ;;
+    --cache-dir)
+      _filedir -d
+      return ;;
+    --max-ratio | --min-size | --skip-ext | --include | --exclude | --shard | \
+      --cache-max-size | --jobs | -j)
+      return ;;
+  esac
+
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    return
+  fi
+  _filedir
+} &&
+  complete -F _precompress precompress
