@@ -7,6 +7,7 @@
  */
 #include "common.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Matches a bracket class at p (just past '[') against c. Returns the
@@ -51,76 +52,165 @@ static int match_class(const char *p, unsigned char c, const char **end) {
   return c != '/' && (hit ^ neg);
 }
 
-static int match(const char *p, const char *s) {
-  for (;;) {
+/* The glob is compiled to a small NFA, one state per token, and run over
+ * the path with a set of live states: time O(glob x path) whatever the
+ * pattern, where backtracking is exponential on globs like "*a*a*a*a*b"
+ * (found by the fuzzer).
+ */
+enum { T_LIT, T_ANY, T_CLASS, T_STAR, T_DSTAR, T_DSLASH };
+
+typedef struct token {
+  unsigned char kind;
+  unsigned char c;   /* T_LIT */
+  const char *cls;   /* T_CLASS: just past '[' */
+} token_t;
+
+/* Compiles p into t (room for strlen(p) tokens). Returns the count. */
+static size_t compile(const char *p, token_t *t) {
+  size_t n = 0;
+  while (*p != '\0') {
+    token_t *k = &t[n++];
     switch (*p) {
-    case '\0':
-      return *s == '\0';
     case '*':
       if (p[1] == '*') {
-        const char *q = p + 2;
-        while (*q == '*')
-          q++;
-        if (*q == '/') {
-          /* "**" "/": zero or more whole directories. */
-          if (match(q + 1, s))
-            return 1;
-          for (; *s != '\0'; s++)
-            if (*s == '/' && match(q + 1, s + 1))
-              return 1;
-          return 0;
+        while (*p == '*')
+          p++;
+        if (*p == '/') {
+          k->kind = T_DSLASH; /* zero or more whole directories */
+          p++;
+        } else {
+          k->kind = T_DSTAR;
         }
-        for (;; s++) {
-          if (match(q, s))
-            return 1;
-          if (*s == '\0')
-            return 0;
-        }
+        continue;
       }
+      k->kind = T_STAR;
       p++;
-      for (;; s++) {
-        if (match(p, s))
-          return 1;
-        if (*s == '\0' || *s == '/')
-          return 0;
-      }
+      continue;
     case '?':
-      if (*s == '\0' || *s == '/')
-        return 0;
+      k->kind = T_ANY;
       p++;
-      s++;
-      break;
+      continue;
     case '[': {
       const char *end;
-      int hit;
-      if (*s == '\0')
-        return 0;
-      hit = match_class(p + 1, (unsigned char)*s, &end);
-      if (end == NULL) {
-        if (*s != '[')
-          return 0;
-        p++;
-        s++;
-        break;
+      match_class(p + 1, 0, &end);
+      if (end != NULL) {
+        k->kind = T_CLASS;
+        k->cls = p + 1;
+        p = end;
+        continue;
       }
-      if (!hit)
-        return 0;
-      p = end;
-      s++;
-      break;
+      break; /* an unclosed '[' is itself */
     }
     case '\\':
       if (p[1] != '\0')
         p++;
-      /* fall through */
+      break;
     default:
-      if (*p != *s)
-        return 0;
-      p++;
-      s++;
       break;
     }
+    k->kind = T_LIT;
+    k->c = (unsigned char)*p++;
   }
+  return n;
+}
+
+/* Adds the states reachable without input. A star may match nothing at
+ * any time; "**" + "/" may match nothing only where it is entered, not
+ * half-way through a directory name: `fresh` marks states entered from
+ * their predecessor rather than kept by their own loop.
+ */
+static void closure(const token_t *t, size_t n, unsigned char *on,
+                    unsigned char *fresh) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    if (on[i] && (t[i].kind == T_STAR || t[i].kind == T_DSTAR ||
+                  (t[i].kind == T_DSLASH && fresh[i]))) {
+      on[i + 1] = 1;
+      fresh[i + 1] = 1;
+    }
+  }
+}
+
+static int match(const char *p, const char *s) {
+  size_t plen = strlen(p), n, i;
+  unsigned char small[4 * 64], *mem = small, *cur, *next, *fcur, *fnext;
+  token_t tsmall[64], *t = tsmall;
+  int hit = 0;
+
+  if (plen + 1 > 64) {
+    mem = malloc(4 * (plen + 1));
+    t = malloc(plen * sizeof(*t));
+    if (mem == NULL || t == NULL) {
+      hit = 0; /* cannot match without memory: treat as no match */
+      goto out;
+    }
+  }
+  n = compile(p, t);
+  cur = mem;
+  next = mem + (plen + 1);
+  fcur = mem + 2 * (plen + 1);
+  fnext = mem + 3 * (plen + 1);
+  memset(cur, 0, n + 1);
+  memset(fcur, 0, n + 1);
+  cur[0] = fcur[0] = 1;
+  closure(t, n, cur, fcur);
+  for (; *s != '\0'; s++) {
+    unsigned char c = (unsigned char)*s;
+    int any = 0;
+    memset(next, 0, n + 1);
+    memset(fnext, 0, n + 1);
+    for (i = 0; i < n; i++) {
+      const char *end;
+      int step = 0;
+      if (!cur[i])
+        continue;
+      switch (t[i].kind) {
+      case T_LIT:
+        step = t[i].c == c;
+        break;
+      case T_ANY:
+        step = c != '/';
+        break;
+      case T_CLASS:
+        step = match_class(t[i].cls, c, &end);
+        break;
+      case T_STAR:
+        next[i] |= c != '/';
+        break;
+      case T_DSTAR:
+        next[i] = 1;
+        break;
+      case T_DSLASH:
+        next[i] = 1;
+        step = c == '/';
+        break;
+      }
+      if (step) {
+        next[i + 1] = 1;
+        fnext[i + 1] = 1;
+      }
+    }
+    closure(t, n, next, fnext);
+    for (i = 0; i <= n && !any; i++)
+      any = next[i];
+    if (!any)
+      goto out;
+    {
+      unsigned char *tmp = cur;
+      cur = next;
+      next = tmp;
+      tmp = fcur;
+      fcur = fnext;
+      fnext = tmp;
+    }
+  }
+  hit = cur[n];
+out:
+  if (mem != small)
+    free(mem);
+  if (t != tsmall)
+    free(t);
+  return hit;
 }
 
 int pc_glob_match(const char *glob, const char *path) {
