@@ -40,7 +40,8 @@ extern "C" {
   XX(EOUTDIR, -4004, "output name is taken by a directory")                   \
   XX(ENOZSTD, -4005, "built without zstd support")                            \
   XX(EINTERRUPTED, -4006, "interrupted")                                      \
-  XX(EBADMANIFEST, -4007, "not a precompress manifest (invalid JSON)")
+  XX(EBADMANIFEST, -4007, "not a precompress manifest (invalid JSON)")       \
+  XX(ENOENGINE, -4008, "built without that gzip engine")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -64,6 +65,22 @@ typedef enum pc_format {
 
 /* File extension of a format without the dot ("gz", "br", "zst"). */
 PC_EXTERN const char *pc_format_ext(pc_format_t f);
+
+/* The deflate implementation behind .gz. zlib (the default) gives bytes
+ * identical to whitenoise's; libdeflate (levels 1..12) and zopfli (the
+ * level is its iteration count) give smaller files for more CPU. The last
+ * two are build options and compress each file from one whole buffer.
+ */
+typedef enum pc_gzip_engine {
+  PC_GZIP_ZLIB = 0,
+  PC_GZIP_LIBDEFLATE = 1,
+  PC_GZIP_ZOPFLI = 2
+} pc_gzip_engine_t;
+
+/* "zlib", "libdeflate", "zopfli". */
+PC_EXTERN const char *pc_gzip_engine_name(pc_gzip_engine_t e);
+/* 1 if this build has the engine. */
+PC_EXTERN int pc_gzip_engine_available(pc_gzip_engine_t e);
 
 /* Why a file got no output at all. PC_SKIP_NONE means it was compressed
  * (each format then says whether its output was kept).
@@ -166,6 +183,8 @@ typedef struct pc_options {
 
   unsigned formats;           /* PC_FMT_BIT(PC_GZ) | ...; default gz and br */
   int level[PC_NFORMATS];     /* gzip 1..9 (9), brotli 0..11 (11), zstd 1..19 (19) */
+  pc_gzip_engine_t gzip_engine; /* PC_GZIP_ZLIB; gzip level 1..12 with
+                                   libdeflate, 1..1000 iterations with zopfli */
 
   /* Keep rule: keep an output iff size > 0 and out * ratio_den <= in *
    * ratio_num. Default 95/100, whitenoise's 0.95, exact in integers.

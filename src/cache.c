@@ -90,11 +90,15 @@ void pc__cache_close(pc__cache_t *c) {
 }
 
 static int entry_path(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                      pc_format_t f, int level, char *buf, size_t n) {
-  int k = snprintf(buf, n, "%s/%02x/%016llx%016llx-%llu-%s%d-%s", c->root,
+                      pc_format_t f, int level, pc_gzip_engine_t engine,
+                      char *buf, size_t n) {
+  /* zlib, the default, keeps the plain names: "gz9", "br11". */
+  int other = f == PC_GZ && engine != PC_GZIP_ZLIB;
+  int k = snprintf(buf, n, "%s/%02x/%016llx%016llx-%llu-%s%d%s%s-%s", c->root,
                    (unsigned)(h[0] >> 56), (unsigned long long)h[0],
                    (unsigned long long)h[1], (unsigned long long)size,
-                   pc_format_ext(f), level, c->ver);
+                   pc_format_ext(f), level, other ? "-" : "",
+                   other ? pc_gzip_engine_name(engine) : "", c->ver);
   return k > 0 && (size_t)k < n ? 0 : -ENAMETOOLONG;
 }
 
@@ -112,7 +116,8 @@ static int read_all(int fd, unsigned char *p, size_t n) {
 }
 
 int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                  pc_format_t f, int level, pc__cache_hit_t *hit) {
+                  pc_format_t f, int level, pc_gzip_engine_t engine,
+                  pc__cache_hit_t *hit) {
   char path[PATH_MAX];
   unsigned char hdr[HDR], *buf = NULL;
   struct stat st;
@@ -122,7 +127,7 @@ int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
 
   memset(hit, 0, sizeof(*hit));
   hit->fd = -1;
-  if (entry_path(c, h, size, f, level, path, sizeof(path)) != 0)
+  if (entry_path(c, h, size, f, level, engine, path, sizeof(path)) != 0)
     return 0;
   fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
@@ -175,8 +180,8 @@ out:
 }
 
 void pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                   pc_format_t f, int level, const char *src, uint64_t len,
-                   uint64_t limit) {
+                   pc_format_t f, int level, pc_gzip_engine_t engine,
+                   const char *src, uint64_t len, uint64_t limit) {
   char path[PATH_MAX];
   unsigned char hdr[HDR], *buf = NULL;
   pc__out_t o = PC__OUT_INIT;
@@ -184,7 +189,7 @@ void pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
   struct stat st;
   int in = -1, err;
 
-  if (entry_path(c, h, size, f, level, path, sizeof(path)) != 0)
+  if (entry_path(c, h, size, f, level, engine, path, sizeof(path)) != 0)
     return;
   if ((err = pc__out_open(&o, path)) == -ENOENT) {
     /* The two-hex-digit subdirectory, on first use. */

@@ -14,6 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#if PC_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+#if PC_HAVE_ZOPFLI
+#include <zopfli/zopfli.h>
+#endif
 #if PC_HAVE_ZSTD
 /* For ZSTD_getCParams(), exported by the shared library since 1.4. */
 #define ZSTD_STATIC_LINKING_ONLY
@@ -33,6 +39,8 @@ struct pc__enc {
       uint32_t isize; /* input size mod 2^32, as the trailer wants */
       int xfl;
       int level;
+      pc_gzip_engine_t engine;
+      pc__buf_t whole; /* libdeflate, zopfli: the input, gathered */
       int header_done;
     } gz;
     BrotliEncoderState *br;
@@ -53,7 +61,17 @@ static _Thread_local struct {
 #endif
 } spare;
 
-static int gz_init(pc__enc_t *e, int level) {
+static int gz_init(pc__enc_t *e, int level, pc_gzip_engine_t engine) {
+  e->u.gz.engine = engine;
+  e->u.gz.level = level;
+  e->u.gz.crc = crc32(0L, Z_NULL, 0);
+  if (engine != PC_GZIP_ZLIB) {
+    if (!pc_gzip_engine_available(engine))
+      return PC_ENOENGINE;
+    /* The levels that compress hardest say so, as CPython does for 9. */
+    e->u.gz.xfl = engine == PC_GZIP_ZOPFLI || level >= 9 ? 2 : level == 1 ? 4 : 0;
+    return 0;
+  }
   if (spare.gz_level == level) {
     e->u.gz.z = spare.gz;
     spare.gz = NULL;
@@ -72,11 +90,81 @@ static int gz_init(pc__enc_t *e, int level) {
       return PC_ECODEC;
     }
   }
-  e->u.gz.level = level;
-  e->u.gz.crc = crc32(0L, Z_NULL, 0);
   /* CPython's GzipFile: 2 for the best level, 4 for the fastest. */
   e->u.gz.xfl = level == 9 ? 2 : level == 1 ? 4 : 0;
   return 0;
+}
+
+static int gz_trailer(pc__enc_t *e, pc__buf_t *dst) {
+  unsigned char tr[8];
+  uint32_t crc = (uint32_t)e->u.gz.crc, sz = e->u.gz.isize;
+  int i;
+  for (i = 0; i < 4; i++) {
+    tr[i] = (unsigned char)(crc >> (8 * i));
+    tr[4 + i] = (unsigned char)(sz >> (8 * i));
+  }
+  e->finished = 1;
+  return pc__buf_append(dst, tr, sizeof(tr));
+}
+
+/* libdeflate and zopfli take the whole input at once: gather it, then
+ * compress at the end (header written by gz_feed, trailer here).
+ */
+static int gz_gather(pc__enc_t *e, const unsigned char *in, size_t n,
+                     int last, pc__buf_t *dst) {
+  pc__buf_t *w = &e->u.gz.whole;
+  size_t i;
+  int err;
+
+  for (i = 0; i < n;) {
+    uInt take = n - i > (1u << 30) ? (1u << 30) : (uInt)(n - i);
+    e->u.gz.crc = crc32(e->u.gz.crc, in + i, take);
+    e->u.gz.isize += (uint32_t)take;
+    i += take;
+  }
+  if ((err = pc__buf_append(w, in, n)) != 0)
+    return err;
+  if (!last)
+    return 0;
+#if PC_HAVE_LIBDEFLATE
+  if (e->u.gz.engine == PC_GZIP_LIBDEFLATE) {
+    struct libdeflate_compressor *c =
+        libdeflate_alloc_compressor(e->u.gz.level);
+    size_t bound, got;
+    if (c == NULL)
+      return -ENOMEM;
+    bound = libdeflate_deflate_compress_bound(c, w->len);
+    if ((err = pc__buf_reserve(dst, bound)) != 0) {
+      libdeflate_free_compressor(c);
+      return err;
+    }
+    got = libdeflate_deflate_compress(c, w->data, w->len, dst->data + dst->len,
+                                      bound);
+    libdeflate_free_compressor(c);
+    if (got == 0)
+      return PC_ECODEC;
+    dst->len += got;
+  }
+#endif
+#if PC_HAVE_ZOPFLI
+  if (e->u.gz.engine == PC_GZIP_ZOPFLI) {
+    ZopfliOptions o;
+    unsigned char *out = NULL;
+    size_t outsize = 0;
+    ZopfliInitOptions(&o);
+    o.numiterations = e->u.gz.level;
+    ZopfliCompress(&o, ZOPFLI_FORMAT_DEFLATE, w->data, w->len, &out,
+                   &outsize);
+    if (out == NULL)
+      return -ENOMEM;
+    err = pc__buf_append(dst, out, outsize);
+    free(out);
+    if (err != 0)
+      return err;
+  }
+#endif
+  pc__buf_free(w);
+  return gz_trailer(e, dst);
 }
 
 static int gz_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
@@ -91,6 +179,8 @@ static int gz_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
       return err;
     e->u.gz.header_done = 1;
   }
+  if (e->u.gz.engine != PC_GZIP_ZLIB)
+    return gz_gather(e, in, n, last, dst);
   /* zlib counts in uInt; feed huge chunks in slices. */
   do {
     uInt take = n > (1u << 30) ? (1u << 30) : (uInt)n;
@@ -117,19 +207,7 @@ static int gz_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
     n -= take;
   } while (n > 0);
 
-  if (last) {
-    unsigned char tr[8];
-    uint32_t crc = (uint32_t)e->u.gz.crc, sz = e->u.gz.isize;
-    int i;
-    for (i = 0; i < 4; i++) {
-      tr[i] = (unsigned char)(crc >> (8 * i));
-      tr[4 + i] = (unsigned char)(sz >> (8 * i));
-    }
-    if ((err = pc__buf_append(dst, tr, sizeof(tr))) != 0)
-      return err;
-    e->finished = 1;
-  }
-  return 0;
+  return last ? gz_trailer(e, dst) : 0;
 }
 
 static int br_init(pc__enc_t *e, int level, uint64_t in_size) {
@@ -244,7 +322,7 @@ static int zst_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
 #endif
 
 int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
-                uint64_t in_size, unsigned threads) {
+                pc_gzip_engine_t engine, uint64_t in_size, unsigned threads) {
   pc__enc_t *e = calloc(1, sizeof(*e));
   int err;
 
@@ -254,7 +332,7 @@ int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
   e->fmt = fmt;
   switch (fmt) {
   case PC_GZ:
-    err = gz_init(e, level);
+    err = gz_init(e, level, engine);
     break;
   case PC_BR:
     err = br_init(e, level, in_size);
@@ -299,6 +377,9 @@ void pc__enc_free(pc__enc_t *e) {
     return;
   switch (e->fmt) {
   case PC_GZ:
+    pc__buf_free(&e->u.gz.whole);
+    if (e->u.gz.z == NULL)
+      break;
     if (spare.gz != NULL) {
       deflateEnd(spare.gz);
       free(spare.gz);

@@ -12,11 +12,12 @@ typedef struct pc__enc pc__enc_t;
  * `in_size` bytes (brotli's size hint and zstd's pledged size depend on it,
  * and they shape the output, so the size must be right). zstd compresses
  * an input of PC__ZSTD_MT_MIN bytes or more with `threads` worker threads
- * of its own. *out receives it; free with pc__enc_free(). 0, -ENOMEM or
+ * of its own. `engine` picks gzip's deflate: zlib streams; libdeflate and
+ * zopfli gather the whole input and compress it at the end. *out receives it; free with pc__enc_free(). 0, -ENOMEM or
  * PC_ECODEC.
  */
 int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
-                uint64_t in_size, unsigned threads);
+                pc_gzip_engine_t engine, uint64_t in_size, unsigned threads);
 
 /* zstd's multi-threaded mode gives the same bytes for any number of
  * workers from 1 up, but not the bytes of its single-threaded mode: which

@@ -443,7 +443,7 @@ static int from_cache(pc__job_t *j, int f, const uint64_t h[2],
   pc__cache_hit_t hit;
 
   if (!pc__cache_get(j->cfg->cache, h, j->size, (pc_format_t)f,
-                     j->cfg->level[f], &hit))
+                     j->cfg->level[f], j->cfg->gzip_engine, &hit))
     return 0;
   if (hit.rejected) {
     if (hit.limit < limit)
@@ -603,7 +603,8 @@ void pc__job_run(pc__job_t *j) {
       if (j->cfg->cache != NULL && have_hash && from_cache(j, f, h, limit, &fs[f]))
         continue;
       if ((err = pc__enc_new(&fs[f].enc, (pc_format_t)f, j->cfg->level[f],
-                             j->size, j->cfg->jobs)) != 0) {
+                             j->cfg->gzip_engine, j->size, j->cfg->jobs)) !=
+          0) {
         fail(j, err, NULL);
         goto out;
       }
@@ -652,7 +653,7 @@ void pc__job_run(pc__job_t *j) {
     if (j->cfg->cache != NULL && have_hash && !fs[f].cached && !j->copied &&
         !j->cfg->dry_run && j->size > 0)
       pc__cache_put(j->cfg->cache, h, j->size, (pc_format_t)f,
-                    j->cfg->level[f],
+                    j->cfg->level[f], j->cfg->gzip_engine,
                     j->out[f].state == PC_OUT_KEPT ? fs[f].final : NULL,
                     j->out[f].size,
                     pc__keep_limit(j->size, j->cfg->ratio_num,

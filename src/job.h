@@ -16,6 +16,7 @@
 typedef struct pc__cfg {
   unsigned formats;
   int level[PC_NFORMATS];
+  pc_gzip_engine_t gzip_engine;
   uint64_t ratio_num, ratio_den;
   int dry_run;
   int fsync;       /* --fsync: outputs durable before and after rename */

@@ -57,9 +57,15 @@ static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
     sep = ", ";
   }
   err |= pc__buf_puts(b, "]");
-  for (f = 0; f < PC_NFORMATS; f++)
-    if (r->formats & PC_FMT_BIT(f))
-      err |= pc__buf_printf(b, ", \"%s\": %d", level_key[f], r->level[f]);
+  for (f = 0; f < PC_NFORMATS; f++) {
+    if (!(r->formats & PC_FMT_BIT(f)))
+      continue;
+    err |= pc__buf_printf(b, ", \"%s\": %d", level_key[f], r->level[f]);
+    /* Only when not zlib: default manifests stay as they were. */
+    if (f == PC_GZ && r->gzip_engine != PC_GZIP_ZLIB)
+      err |= pc__buf_printf(b, ", \"gzip_engine\": \"%s\"",
+                            pc_gzip_engine_name(r->gzip_engine));
+  }
   err |= pc__buf_puts(b, ", \"max_ratio\": ");
   err |= put_ratio(b, r->ratio_num, r->ratio_den);
   err |= pc__buf_printf(b, ", \"min_size\": %llu},\n",
@@ -205,6 +211,7 @@ int pc__manifest_write(pc__run_t *r, const char *path) {
   d.formats = r->cfg.formats;
   for (f = 0; f < PC_NFORMATS; f++)
     d.level[f] = r->cfg.level[f];
+  d.gzip_engine = r->cfg.gzip_engine;
   d.ratio_num = r->cfg.ratio_num;
   d.ratio_den = r->cfg.ratio_den;
   d.min_size = r->opts->min_size;

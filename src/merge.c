@@ -134,6 +134,16 @@ static int parse_options(json_t *opt, pc__mdoc_t *d) {
       return PC_EBADMANIFEST;
     d->level[f] = (int)json_integer_value(v);
   }
+  d->gzip_engine = PC_GZIP_ZLIB;
+  if ((v = json_object_get(opt, "gzip_engine")) != NULL) {
+    const char *e = json_string_value(v);
+    int k;
+    for (k = PC_GZIP_LIBDEFLATE; e != NULL && k <= PC_GZIP_ZOPFLI; k++)
+      if (strcmp(e, pc_gzip_engine_name((pc_gzip_engine_t)k)) == 0)
+        d->gzip_engine = (pc_gzip_engine_t)k;
+    if (d->gzip_engine == PC_GZIP_ZLIB)
+      return PC_EBADMANIFEST;
+  }
   v = json_object_get(opt, "max_ratio");
   if (!json_is_number(v) || !json_is_integer(json_object_get(opt, "min_size")))
     return PC_EBADMANIFEST;

@@ -10,6 +10,9 @@
 #if PC_HAVE_ZSTD
 #include <zstd.h>
 #endif
+#if PC_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 /* whitenoise's 27 (Compressor.SKIP_COMPRESS_EXTENSIONS), then formats that
  * are compressed already. One table: --help and the man page print it.
@@ -34,6 +37,25 @@ static const char *const skip_names[PC_SKIP_MAX_] = {
     [PC_SKIP_BROKEN_LINK] = "broken-link",
     [PC_SKIP_RATIO] = "ratio",
 };
+
+static const char *const engine_names[] = {"zlib", "libdeflate", "zopfli"};
+
+const char *pc_gzip_engine_name(pc_gzip_engine_t e) {
+  return (unsigned)e < PC__ARRAY_SIZE(engine_names) ? engine_names[e] : "?";
+}
+
+int pc_gzip_engine_available(pc_gzip_engine_t e) {
+  switch (e) {
+  case PC_GZIP_ZLIB:
+    return 1;
+  case PC_GZIP_LIBDEFLATE:
+    return PC_HAVE_LIBDEFLATE;
+  case PC_GZIP_ZOPFLI:
+    return PC_HAVE_ZOPFLI;
+  default:
+    return 0;
+  }
+}
 
 const char *const *pc_default_skip_ext(size_t *n) {
   if (n != NULL)
@@ -85,11 +107,21 @@ int pc_options_check(const pc_options_t *o, const char **what) {
   else if (o->shard_count > 0 &&
            (o->shard_index < 1 || o->shard_index > o->shard_count))
     bad = "shard must be K/N with 1 <= K <= N";
+  if (bad == NULL && !pc_gzip_engine_available(o->gzip_engine))
+    bad = "this build lacks that gzip engine";
   for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {
     if (!(o->formats & PC_FMT_BIT(f)))
       continue;
     if (!pc_format_available((pc_format_t)f))
       bad = "this build has no zstd support";
+    else if (f == PC_GZ && o->gzip_engine == PC_GZIP_LIBDEFLATE)
+      bad = o->level[f] < 1 || o->level[f] > 12
+                ? "gzip level must be 1..12 with libdeflate"
+                : NULL;
+    else if (f == PC_GZ && o->gzip_engine == PC_GZIP_ZOPFLI)
+      bad = o->level[f] < 1 || o->level[f] > 1000
+                ? "gzip level (zopfli iterations) must be 1..1000"
+                : NULL;
     else if (o->level[f] < lo[f] || o->level[f] > hi[f])
       bad = f == PC_GZ   ? "gzip level must be 1..9"
             : f == PC_BR ? "brotli quality must be 0..11"
@@ -100,7 +132,7 @@ int pc_options_check(const pc_options_t *o, const char **what) {
   return bad == NULL ? 0 : -EINVAL;
 }
 
-static char versions[160];
+static char versions[224];
 static uv_once_t versions_once = UV_ONCE_INIT;
 
 static void versions_fill(void) {
@@ -111,11 +143,19 @@ static void versions_fill(void) {
                    uv_version_string());
 #if PC_HAVE_ZSTD
   if (n > 0 && (size_t)n < sizeof(versions))
-    snprintf(versions + n, sizeof(versions) - (size_t)n, ", zstd %s",
-             ZSTD_versionString());
-#else
-  (void)n;
+    n += snprintf(versions + n, sizeof(versions) - (size_t)n, ", zstd %s",
+                  ZSTD_versionString());
 #endif
+#if PC_HAVE_LIBDEFLATE
+  if (n > 0 && (size_t)n < sizeof(versions))
+    n += snprintf(versions + n, sizeof(versions) - (size_t)n,
+                  ", libdeflate %s", LIBDEFLATE_VERSION_STRING);
+#endif
+#if PC_HAVE_ZOPFLI
+  if (n > 0 && (size_t)n < sizeof(versions))
+    n += snprintf(versions + n, sizeof(versions) - (size_t)n, ", zopfli");
+#endif
+  (void)n;
 }
 
 const char *pc_library_versions(void) {

@@ -68,7 +68,7 @@ void pc__prev_free(pc__prev_t *p) {
 
 /* 1 if the manifest's options produce the bytes this run would. */
 static int same_options(json_t *opt, unsigned formats, const int *level,
-                        uint64_t num, uint64_t den) {
+                        pc_gzip_engine_t engine, uint64_t num, uint64_t den) {
   static const char *const level_key[PC_NFORMATS] = {
       "gzip_level", "brotli_quality", "zstd_level"};
   json_t *fl = json_object_get(opt, "formats"), *v;
@@ -91,6 +91,11 @@ static int same_options(json_t *opt, unsigned formats, const int *level,
       continue;
     v = json_object_get(opt, level_key[f]);
     if (!json_is_integer(v) || json_integer_value(v) != level[f])
+      return 0;
+  }
+  if (formats & PC_FMT_BIT(PC_GZ)) {
+    const char *e = json_string_value(json_object_get(opt, "gzip_engine"));
+    if (strcmp(e != NULL ? e : "zlib", pc_gzip_engine_name(engine)) != 0)
       return 0;
   }
   v = json_object_get(opt, "max_ratio");
@@ -181,7 +186,8 @@ static int parse_file(json_t *fe, unsigned formats, pc__prev_rec_t *rec) {
 }
 
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
-                  const int *level, uint64_t ratio_num, uint64_t ratio_den,
+                  const int *level, pc_gzip_engine_t engine,
+                  uint64_t ratio_num, uint64_t ratio_den,
                   char *const *labels, uint32_t nlabels) {
   json_error_t jerr;
   json_t *doc, *files, *roots, *fe;
@@ -206,7 +212,7 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
     err = PC_EBADMANIFEST;
     goto done;
   }
-  if (!same_options(json_object_get(doc, "options"), formats, level,
+  if (!same_options(json_object_get(doc, "options"), formats, level, engine,
                     ratio_num, ratio_den))
     goto done;
 

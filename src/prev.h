@@ -21,7 +21,8 @@ typedef struct pc__prev_rec {
  * an error (PC_EBADMANIFEST), never silently trusted in part.
  */
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
-                  const int *level, uint64_t ratio_num, uint64_t ratio_den,
+                  const int *level, pc_gzip_engine_t engine,
+                  uint64_t ratio_num, uint64_t ratio_den,
                   char *const *labels, uint32_t nlabels);
 
 /* The record of (root, path), or NULL. */

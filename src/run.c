@@ -444,6 +444,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   r->cfg.formats = opts->formats;
   for (f = 0; f < PC_NFORMATS; f++)
     r->cfg.level[f] = opts->level[f];
+  r->cfg.gzip_engine = opts->gzip_engine;
   r->cfg.ratio_num = opts->ratio_num;
   r->cfg.ratio_den = opts->ratio_den;
   r->cfg.dry_run = opts->dry_run;
@@ -509,7 +510,8 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     for (k2 = 0; k2 < r->nroots; k2++)
       labels[k2] = r->roots[k2].label;
     err = pc__prev_load(&r->prev, opts->manifest, opts->formats, opts->level,
-                        opts->ratio_num, opts->ratio_den, labels, r->nroots);
+                        opts->gzip_engine, opts->ratio_num, opts->ratio_den,
+                        labels, r->nroots);
     free(labels);
     if (err != 0) {
       /* Unreadable or not a manifest: say so, and compress everything. */

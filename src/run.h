@@ -114,6 +114,7 @@ void pc__run_error(pc__run_t *r, const char *path, int err);
 typedef struct pc__mdoc {
   unsigned formats;
   int level[PC_NFORMATS];
+  pc_gzip_engine_t gzip_engine;
   uint64_t ratio_num, ratio_den, min_size;
   char *const *labels; /* root labels; printed when more than one */
   uint32_t nroots;

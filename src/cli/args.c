@@ -22,6 +22,7 @@ typedef enum opt_id {
   OPT_FOLLOW,
   OPT_FORCE,
   OPT_FSYNC,
+  OPT_GZIP_ENGINE,
   OPT_SHARD,
   OPT_CACHE_DIR,
   OPT_CACHE_MAX_SIZE,
@@ -54,6 +55,7 @@ static const opt_def_t opt_table[] = {
   {"zstd", 0, 0, OPT_ZSTD},
   {"formats", 0, 1, OPT_FORMATS},
   {"gzip-level", 0, 1, OPT_GZIP_LEVEL},
+  {"gzip-engine", 0, 1, OPT_GZIP_ENGINE},
   {"brotli-quality", 0, 1, OPT_BROTLI_QUALITY},
   {"zstd-level", 0, 1, OPT_ZSTD_LEVEL},
   {"max-ratio", 0, 1, OPT_MAX_RATIO},
@@ -91,6 +93,8 @@ typedef struct parser {
   size_t nexclude;
   const char *zst_by;     /* the option that last enabled zst */
   const char *formats_by; /* the option that last changed the formats */
+  const char *gzip_level; /* --gzip-level's value, checked once the engine
+                             is known (its range depends on it) */
 } parser_t;
 
 #if defined(__GNUC__)
@@ -360,10 +364,23 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     p->formats_by = "--formats";
     return set_formats(p, value);
   case OPT_GZIP_LEVEL:
-    if (parse_int_range(value, 1, 9, &n))
-      return bad_value(args, opt, value, "an integer 1..9");
-    o->level[PC_GZ] = (int) n;
+    p->gzip_level = value;
     break;
+  case OPT_GZIP_ENGINE: {
+    int k;
+    for (k = PC_GZIP_ZLIB; k <= PC_GZIP_ZOPFLI; k++)
+      if (strcmp(value, pc_gzip_engine_name((pc_gzip_engine_t) k)) == 0)
+        break;
+    if (k > PC_GZIP_ZOPFLI)
+      return bad_value(args, opt, value, "zlib, libdeflate or zopfli");
+    if (!pc_gzip_engine_available((pc_gzip_engine_t) k))
+      return fail(args, CLI_ENOZSTD,
+                  "--gzip-engine %s: this build of precompress lacks it "
+                  "(install lib%s-dev and rebuild)", value,
+                  k == PC_GZIP_ZOPFLI ? "zopfli" : "deflate");
+    o->gzip_engine = (pc_gzip_engine_t) k;
+    break;
+  }
   case OPT_BROTLI_QUALITY:
     if (parse_int_range(value, 0, 11, &n))
       return bad_value(args, opt, value, "an integer 0..11");
@@ -564,6 +581,23 @@ static cli_status_t finish(parser_t *p) {
     return fail(args, CLI_ENOZSTD,
                 "%s: this build of precompress lacks zstd support",
                 p->zst_by != NULL ? p->zst_by : "--zstd");
+  {
+    /* gzip's level: 1..9 for zlib, 1..12 for libdeflate (default 12, the
+     * reason to pick it), iterations 1..1000 for zopfli (default 15, its
+     * own default).
+     */
+    static const long hi[] = {9, 12, 1000}, dflt[] = {9, 12, 15};
+    pc_gzip_engine_t e = args->opts.gzip_engine;
+    long n;
+    if (p->gzip_level == NULL)
+      args->opts.level[PC_GZ] = (int) dflt[e];
+    else if (parse_int_range(p->gzip_level, 1, hi[e], &n))
+      return fail(args, CLI_EUSAGE,
+                  "--gzip-level: '%s' is not an integer 1..%ld (with the %s "
+                  "engine)", p->gzip_level, hi[e], pc_gzip_engine_name(e));
+    else
+      args->opts.level[PC_GZ] = (int) n;
+  }
   if (p->npaths == 0)
     return fail(args, CLI_EUSAGE, "no PATH given");
   return CLI_OK;

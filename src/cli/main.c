@@ -104,7 +104,13 @@ static void print_help(FILE *f) {
   fputs("]\n", f);
   fprintf(f,
           "\nLevels:\n"
-          "      --gzip-level N        gzip level, 1..9 [default: %d]\n"
+          "      --gzip-level N        gzip level, 1..9 [default: %d]; 1..12 "
+          "with libdeflate\n"
+          "                            [12]; iterations with zopfli [15]\n"
+          "      --gzip-engine E       zlib (byte-identical to whitenoise), "
+          "libdeflate or\n"
+          "                            zopfli (smaller, slower) [default: "
+          "zlib]\n"
           "      --brotli-quality N    brotli quality, 0..11 [default: %d]\n"
           "      --zstd-level N        zstd level, 1..19 [default: %d]\n",
           d.level[PC_GZ], d.level[PC_BR], d.level[PC_ZST]);

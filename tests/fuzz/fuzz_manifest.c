@@ -7,8 +7,10 @@
  * searched for a few fixed names and for every "path" (and decoded
  * "path_hex") the input holds, then freed. Besides "no crash, no UB, no
  * leak", it checks:
- *  - the status is 0, -EINVAL or -ENOMEM, and *out is NULL unless it is 0;
- *  - input that is not JSON at all is -EINVAL (never trusted in part);
+ *  - the status is 0, PC_EBADMANIFEST or -ENOMEM, and *out is NULL unless
+ *    it is 0;
+ *  - input that is not JSON at all is PC_EBADMANIFEST (never trusted in
+ *    part);
  *  - a record found has, per enabled format, KEPT with a size above 0 or
  *    RATIO, and OFF for every other format.
  */
@@ -101,12 +103,13 @@ static void load(json_t *doc, unsigned formats, char *const *labels,
   uint32_t r;
   int err;
 
-  err = pc__prev_load(&p, fd_path, formats, level, 95, 100, labels, nlabels);
-  check(err == 0 || err == -EINVAL || err == -ENOMEM);
+  err = pc__prev_load(&p, fd_path, formats, level, PC_GZIP_ZLIB, 95, 100, labels,
+                      nlabels);
+  check(err == 0 || err == PC_EBADMANIFEST || err == -ENOMEM);
   if (err != 0)
     check(p == NULL);
   if (doc == NULL)
-    check(err == -EINVAL);
+    check(err == PC_EBADMANIFEST);
   for (r = 0; r < nlabels + 1; r++)
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
       check_rec(pc__prev_find(p, r, names[i]), formats);

@@ -4,7 +4,7 @@ _precompress() {
   local cur prev words cword
   _init_completion || return
 
-  local opts="--no-gzip --no-brotli --zstd --formats --gzip-level
+  local opts="--no-gzip --no-brotli --zstd --formats --gzip-level --gzip-engine
     --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
     --exclude --follow --force --fsync --shard --cache-dir --cache-max-size
     --jobs -j --manifest --dry-run -n --check --quiet -q --verbose -v
@@ -25,6 +25,9 @@ _precompress() {
       return ;;
     --progress)
       COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+      return ;;
+    --gzip-engine)
+      COMPREPLY=($(compgen -W "zlib libdeflate zopfli" -- "$cur"))
       return ;;
     --gzip-level)
       COMPREPLY=($(compgen -W "1 2 3 4 5 6 7 8 9" -- "$cur"))
