@@ -1,0 +1,517 @@
+#!/usr/bin/python3
+"""The recipes under examples/ run as written: their shell steps, not Docker or a CI runner.
+
+Each recipe file is parsed (Dockerfile instructions; the workflow and .gitlab-ci.yml with
+python3-yaml) and its shell steps are run for real with bash/sh in temp directories, against a
+copy of fixtures/site standing for the site's build output. The test adapts to the recipes,
+never the reverse:
+
+- Steps that install Debian packages (apt-get) are not run (root, network); their package list
+  must be exactly the build part of .ci/deps.
+- Steps that build precompress (meson setup, ninja, meson install) are not run in the CI
+  recipes: a directory holding the program under test (env PRECOMPRESS) comes first on PATH
+  instead. The Dockerfile's build stage is run for real by DockerBuildStage (a -Dstatic=true
+  build of a copy of this source tree), and the program under test stands in for its output
+  in DockerRecipe.
+- Steps that build the site (npm) are replaced by a copy of fixtures/site at dist/.
+- Dockerfile: each stage gets a temp directory standing for its root file system; every
+  absolute path in a COPY, WORKDIR or RUN is taken below it (/srv/static -> ROOT/srv/static),
+  and ROOT/usr/local/bin comes first on PATH. RUN lines run with /bin/sh -c, as Docker does.
+- GitHub Actions: `run:` steps run with `bash --noprofile --norc -eo pipefail` in a temp
+  workspace, HOME a temp directory; actions/cache is emulated by restoring and saving its
+  `path` in a store that outlives the run. GitLab CI: before_script and script run as one
+  `bash -eo pipefail` script in a temp project directory (CI_PROJECT_DIR), variables expanded
+  as GitLab does; `cache:` paths are restored and saved the same way.
+
+Each CI recipe runs twice, each time in a fresh checkout (no manifest): the second run must take
+every output from the cache. Every run's outputs must be the oracle's bytes, and --check pass.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+
+from pctest import (PROGRAM, SITE, SUMMARY_RE, PCTestCase, classify, expected_outputs, fsb, main,
+                    walk_all)
+
+try:
+    import yaml
+except ImportError:  # skipped with a message
+    yaml = None
+
+SRC_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(SRC_ROOT, "examples")
+DOCKERFILE = os.path.join(EXAMPLES, "docker", "Dockerfile")
+GITHUB = os.path.join(EXAMPLES, "github-actions", "precompress.yml")
+GITLAB = os.path.join(EXAMPLES, "gitlab-ci", ".gitlab-ci.yml")
+
+CACHED_RE = re.compile(r"(\d+) compressed \((?:[^)]*?, )?(\d+) from the cache\)")
+COMPRESSED_RE = re.compile(r"(\d+) compressed")
+
+
+# ----------------------------------------------------------------------------
+# What a step is
+# ----------------------------------------------------------------------------
+
+def ci_build_packages():
+    """The packages of the `# build` part of .ci/deps's list."""
+    with open(os.path.join(SRC_ROOT, ".ci", "deps")) as f:
+        text = f.read()
+    body = re.search(r"^packages=\((.*?)^\)", text, re.S | re.M).group(1)
+    # The first line of each comment block names the part: "# build", "# tests: ...".
+    section, pkgs, in_comment = None, [], False
+    for line in body.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            if not in_comment:
+                section = line[1:].strip().split(" ", 1)[0].rstrip(":")
+            in_comment = True
+        elif line:
+            in_comment = False
+            if section == "build":
+                pkgs += line.split()
+    return sorted(pkgs)
+
+
+def apt_install_packages(cmd):
+    """Package names after `apt-get install` in a shell command (options left out)."""
+    toks = shlex.split(cmd.replace("\\\n", " "))
+    for i in range(len(toks) - 1):
+        if toks[i] == "apt-get" and "install" in toks[i + 1:i + 5]:
+            j = toks.index("install", i) + 1
+            pkgs = []
+            while j < len(toks) and toks[j] not in ("&&", ";", "||", "|"):
+                if not toks[j].startswith("-"):
+                    pkgs.append(toks[j])
+                j += 1
+            return sorted(pkgs)
+    return None
+
+
+def kind(cmd):
+    if re.search(r"\bapt-get\b", cmd):
+        return "apt"
+    if re.search(r"\bmeson\b|\bninja\b", cmd):
+        return "build"
+    if re.search(r"\bnpm\b", cmd):
+        return "site"
+    return "run"
+
+
+def summaries(err):
+    lines = (l.rsplit("\r", 1)[-1] for l in err.split("\n"))
+    return [l for l in lines if SUMMARY_RE.match(l)]
+
+
+def copy_source_tree(dst):
+    """This repository as a Docker context would hold it: no .git, no build directories."""
+    def ignore(d, names):
+        out = []
+        for n in names:
+            p = os.path.join(d, n)
+            if n in (".git", "__pycache__"):
+                out.append(n)
+            elif os.path.isdir(p) and not os.path.islink(p) and (
+                    os.path.exists(os.path.join(p, "meson-private"))
+                    or os.path.exists(os.path.join(p, "build.ninja"))):
+                out.append(n)
+        return out
+    shutil.copytree(SRC_ROOT, dst, symlinks=True, ignore=ignore)
+
+
+class Base(PCTestCase):
+    def setUp(self):
+        super().setUp()
+        # The program under test, as `precompress` on PATH whatever its file is called.
+        self.bin = self.path("bin")
+        os.makedirs(self.bin)
+        os.symlink(os.path.abspath(PROGRAM), os.path.join(self.bin, "precompress"))
+        self.env = dict(os.environ)
+        for k in ("PRECOMPRESS_CACHE_DIR", "UV_THREADPOOL_SIZE", "NO_COLOR"):
+            self.env.pop(k, None)
+        self.env["PATH"] = self.bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin")
+
+    def assertAptMatchesCiDeps(self, cmd, where):
+        pkgs = apt_install_packages(cmd)
+        self.assertIsNotNone(pkgs, "%s: no apt-get install in %r" % (where, cmd))
+        self.assertEqual(pkgs, ci_build_packages(),
+                         "%s installs other packages than the build part of .ci/deps" % where)
+
+    def assertSiteCompressed(self, root, extra=()):
+        """root holds fixtures/site plus exactly the oracle's outputs (and extra)."""
+        want = expected_outputs(classify(SITE))
+        self.assertGreater(len(want), 10)
+        got = walk_all(root)
+        new = set(got) - set(walk_all(SITE)) - set(extra)
+        self.assertEqual(sorted(new), sorted(want), "outputs differ from what the keep rule calls for")
+        for rel, blob in want.items():
+            with open(os.path.join(fsb(root), rel), "rb") as f:
+                self.assertEqual(f.read(), blob, "%r: bytes differ from the oracle" % rel)
+        return len(want)
+
+    def bash(self, script, cwd, env, shell=("bash", "--noprofile", "--norc", "-eo", "pipefail")):
+        path = os.path.join(self.tmp, "step.sh")
+        with open(path, "w") as f:
+            f.write(script + "\n")
+        p = subprocess.run(list(shell) + [path], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=300)
+        out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+        self.assertEqual(p.returncode, 0, "step failed (exit %d):\n%s\n--- stdout\n%s--- stderr\n%s"
+                         % (p.returncode, script, out[-3000:], err[-3000:]))
+        return out, err
+
+    def assertColdThenWarm(self, first, second, n_outputs_files):
+        """first/second: the summary lines of the compressing step of two runs."""
+        self.assertEqual(len(first), 1, first)
+        self.assertEqual(len(second), 1, second)
+        m = COMPRESSED_RE.search(first[0])
+        self.assertTrue(m and int(m.group(1)) > 0, first[0])
+        self.assertNotIn("from the cache", first[0], "the first run found a cache: %s" % first[0])
+        m = CACHED_RE.search(second[0])
+        self.assertIsNotNone(m, "second run did not take outputs from the cache: %s" % second[0])
+        self.assertEqual(m.group(1), m.group(2), "not every compressed file came from the cache: %s" % second[0])
+        self.assertEqual(int(m.group(1)), n_outputs_files, second[0])
+
+    def compressed_files(self):
+        return len({rel for rel, c in classify(SITE).items() if c["skip"] is None})
+
+
+# ----------------------------------------------------------------------------
+# Dockerfile
+# ----------------------------------------------------------------------------
+
+def parse_dockerfile(path):
+    """[(INSTRUCTION, rest)], continuation lines joined, comment lines dropped (as Docker does)."""
+    out, buf = [], None
+    with open(path) as f:
+        for line in f.read().splitlines():
+            s = line.strip()
+            if s.startswith("#") or (buf is None and s == ""):
+                continue
+            if line.rstrip().endswith("\\"):
+                buf = (buf or "") + line.rstrip()[:-1]
+                continue
+            full = ((buf or "") + line).strip()
+            buf = None
+            instr, _, rest = full.partition(" ")
+            out.append((instr.upper(), rest.strip()))
+    return out
+
+
+ABS_RE = re.compile(r"(^|[\s'\"=>:])/(?=[\w.])")
+
+
+class Stage:
+    def __init__(self, name, image, root):
+        self.name, self.image, self.root = name, image, root
+        self.workdir = "/"
+        self.args, self.env = {}, {}
+        for d in ("usr/local/bin", "tmp", "root", "etc"):
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        if image.startswith("nginx:"):  # what the image has that the recipe writes into
+            for d in ("etc/nginx/conf.d", "usr/share/nginx/html"):
+                os.makedirs(os.path.join(root, d), exist_ok=True)
+
+    def host(self, p):
+        p = os.path.join(self.workdir, p) if not p.startswith("/") else p
+        return os.path.join(self.root, p.lstrip("/"))
+
+    def subst_args(self, s):
+        return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: self.args.get(m.group(1) or m.group(2), m.group(0)), s)
+
+    def map_paths(self, cmd):
+        return ABS_RE.sub(lambda m: m.group(1) + self.root + "/", cmd)
+
+
+def docker_copy(src, dst, dst_is_dir_hint):
+    if os.path.isdir(src):
+        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+    else:
+        if dst_is_dir_hint or os.path.isdir(dst):
+            os.makedirs(dst, exist_ok=True)
+            dst = os.path.join(dst, os.path.basename(src))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(src, dst)
+
+
+class DockerBase(Base):
+    """Runs examples/docker/Dockerfile stage by stage (see the module doc)."""
+
+    def run_dockerfile(self, build):
+        instrs = parse_dockerfile(DOCKERFILE)
+        context = self.path("context")
+        os.makedirs(context)
+        if build:
+            copy_source_tree(os.path.join(context, "precompress"))
+        else:
+            os.makedirs(os.path.join(context, "precompress"))
+        shutil.copytree(SITE, os.path.join(context, "dist"), symlinks=True)
+        stages, st, log = {}, None, []
+        for instr, rest in instrs:
+            if instr == "FROM":
+                m = re.match(r"(\S+)(?:\s+AS\s+(\S+))?$", rest, re.I)
+                name = m.group(2) or str(len(stages))
+                st = stages[name] = Stage(name, m.group(1), self.path("stages", name))
+            elif instr == "ARG":
+                k, _, v = rest.partition("=")
+                st.args[k] = v
+            elif instr == "ENV":
+                k, _, v = rest.partition("=")
+                st.env[k] = v
+            elif instr == "WORKDIR":
+                st.workdir = os.path.join(st.workdir, st.subst_args(rest))
+                os.makedirs(st.host(st.workdir), exist_ok=True)
+            elif instr == "COPY":
+                parts = st.subst_args(rest).split()
+                frm = None
+                if parts[0].startswith("--from="):
+                    frm = stages[parts.pop(0)[len("--from="):]]
+                self.assertEqual(len(parts), 2, rest)
+                src = frm.host(parts[0]) if frm else os.path.join(context, parts[0])
+                if frm and frm.name == "build" and not build and not os.path.exists(src):
+                    # The build stage was not run: the program under test is its output.
+                    docker_copy(PROGRAM, src, False)
+                docker_copy(src, st.host(parts[1]), parts[1].endswith("/"))
+            elif instr == "RUN":
+                k = kind(rest)
+                log.append((st.name, k, rest))
+                if k == "apt":
+                    self.assertAptMatchesCiDeps(rest, "Dockerfile stage %s" % st.name)
+                    continue
+                if k == "build":
+                    self.assertEqual(st.name, "build", rest)
+                    self.assertIn("-Dstatic=true", rest)
+                    if not build:
+                        continue
+                env = dict(self.env)
+                env.update(st.env)
+                env["HOME"] = st.host("/root")
+                env["PATH"] = st.host("/usr/local/bin") + os.pathsep + os.environ.get("PATH", "")
+                cwd = st.host(st.workdir)
+                out, err = self.bash(st.map_paths(rest), cwd, env, shell=("/bin/sh",))
+                log[-1] += (err if k == "run" else out + err,)
+            else:
+                self.fail("instruction %s is not known to this test: %s %s" % (instr, instr, rest))
+        self.assertIn("build", stages)
+        self.assertIn("static", stages)
+        self.assertEqual(len(stages), 3, sorted(stages))
+        return stages, log
+
+    def check_static_stage(self, stages, log):
+        static = stages["static"]
+        prog = static.host("/usr/local/bin/precompress")
+        self.assertTrue(os.access(prog, os.X_OK), "the static stage has no /usr/local/bin/precompress")
+        runs = [l for l in log if l[0] == "static" and l[1] == "run"]
+        self.assertEqual(len(runs), 2, runs)
+        first, second = summaries(runs[0][3]), summaries(runs[1][3])
+        self.assertEqual(len(first), 1, runs[0])
+        self.assertRegex(first[0], r"^precompress: \d+ files, [1-9]\d* compressed")
+        self.assertIn("--check", runs[1][2])
+        self.assertRegex(second[0], r"^precompress: dry run: .* \d+ unchanged", "--check should find all unchanged")
+        site = static.host("/srv/static")
+        self.assertSiteCompressed(site, extra=[b"precompress.json"])
+        # The last stage serves what the static stage made, with gzip_static on.
+        last = [s for n, s in stages.items() if n not in ("build", "static")]
+        self.assertEqual(len(last), 1)
+        html = last[0].host("/usr/share/nginx/html")
+        self.assertSiteCompressed(html, extra=[b"precompress.json"])
+        conf = [os.path.join(dp, f) for dp, _, fs in os.walk(last[0].host("/etc/nginx/conf.d")) for f in fs]
+        self.assertEqual(len(conf), 1, conf)
+        with open(conf[0]) as f:
+            self.assertIn("gzip_static on;", f.read())
+        return prog
+
+
+class DockerRecipe(DockerBase):
+    def test_stages_with_the_program_under_test(self):
+        stages, log = self.run_dockerfile(build=False)
+        kinds = [(n, k) for n, k, *_ in log]
+        self.assertEqual(kinds[:2], [("build", "apt"), ("build", "build")])
+        self.check_static_stage(stages, log)
+
+
+class DockerBuildStage(DockerBase):
+    """The build stage for real: a -Dstatic=true build of this tree, used by the next stage."""
+
+    def test_build_stage_makes_a_static_binary_the_next_stage_runs(self):
+        for tool in ("meson", "ninja", "pkg-config", "cc"):
+            if shutil.which(tool) is None:
+                self.skipTest("%s is missing (.ci/deps)" % tool)
+        stages, log = self.run_dockerfile(build=True)
+        prog = self.check_static_stage(stages, log)
+        from test_static import assert_static
+        assert_static(self, prog)
+        # glibc's warnings about static NSS (getpwuid_r, from libuv) are expected: shown, not failed.
+        for out in [l[3] for l in log if l[0] == "build" and l[1] == "build"]:
+            for line in out.splitlines():
+                if "warning:" in line:
+                    print("static link: " + line.strip())
+
+
+# ----------------------------------------------------------------------------
+# GitHub Actions
+# ----------------------------------------------------------------------------
+
+class GitHubActions(Base):
+    def setUp(self):
+        super().setUp()
+        if yaml is None:
+            self.skipTest("python3-yaml is missing (apt-get install python3-yaml)")
+        with open(GITHUB) as f:
+            self.wf = yaml.safe_load(f)
+        self.store = self.path("actions-cache-store")
+
+    def run_job(self, n):
+        job = self.wf["jobs"]["precompress"]
+        top = self.path("run%d" % n)
+        work, home, temp = (os.path.join(top, d) for d in ("work", "home", "runner-temp"))
+        for d in (work, home, temp):
+            os.makedirs(d)
+        env = dict(self.env)
+        env.update({k: str(v) for k, v in (job.get("env") or {}).items()})
+        env.update({"HOME": home, "GITHUB_WORKSPACE": work, "RUNNER_TEMP": temp, "RUNNER_OS": "Linux",
+                    "CI": "true", "GITHUB_ACTIONS": "true",
+                    "GITHUB_PATH": os.path.join(temp, "path"), "GITHUB_ENV": os.path.join(temp, "env")})
+        saves, errs = [], {}
+        for step in job["steps"]:
+            name = step.get("name") or step.get("uses")
+            if "uses" in step:
+                action = step["uses"].split("@")[0]
+                w = step.get("with") or {}
+                if action == "actions/cache":
+                    self.assertIn("hashFiles('dist/**')", w["key"], "cache key is not the tree's hash")
+                    self.assertTrue(w["key"].startswith(w["restore-keys"]), w)
+                    path = w["path"].replace("~", home, 1)
+                    if os.path.isdir(self.store):
+                        shutil.copytree(self.store, path, dirs_exist_ok=True)
+                    saves.append(path)
+                elif action == "actions/upload-artifact":
+                    self.assertEqual(w["path"].rstrip("/"), "dist")
+                else:
+                    self.assertEqual(action, "actions/checkout", step)
+                continue
+            script = step["run"]
+            k = kind(script)
+            if k == "apt":
+                self.assertAptMatchesCiDeps(script, "workflow step %r" % name)
+            elif k == "build":
+                self.assertIn("--buildtype=release", script)
+            elif k == "site":
+                shutil.copytree(SITE, os.path.join(work, "dist"), symlinks=True)
+            else:
+                errs[name] = self.bash(script, work, env)[1]
+        for path in saves:  # the post step of actions/cache
+            self.assertTrue(os.path.isdir(path), "nothing at the cached path %s" % path)
+            shutil.rmtree(self.store, ignore_errors=True)
+            shutil.copytree(path, self.store)
+        return work, errs
+
+    def test_workflow_runs_twice_the_second_from_the_cache(self):
+        work1, errs1 = self.run_job(1)
+        n = self.assertSiteCompressed(os.path.join(work1, "dist"))
+        self.assertGreater(n, 0)
+        self.assertEqual(sorted(errs1), ["Check the outputs", "Precompress"])
+        self.assertTrue(os.path.isfile(os.path.join(work1, "precompress.json")))
+        work2, errs2 = self.run_job(2)
+        self.assertSiteCompressed(os.path.join(work2, "dist"))
+        self.assertColdThenWarm(summaries(errs1["Precompress"]), summaries(errs2["Precompress"]),
+                                self.compressed_files())
+        for errs in (errs1, errs2):
+            s = summaries(errs["Check the outputs"])
+            self.assertEqual(len(s), 1, errs)
+            self.assertTrue(s[0].startswith("precompress: dry run: "), s)
+
+
+# ----------------------------------------------------------------------------
+# GitLab CI
+# ----------------------------------------------------------------------------
+
+def gitlab_expand(value, env):
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: env.get(m.group(1) or m.group(2), ""), str(value))
+
+
+class GitLabCI(Base):
+    def setUp(self):
+        super().setUp()
+        if yaml is None:
+            self.skipTest("python3-yaml is missing (apt-get install python3-yaml)")
+        with open(GITLAB) as f:
+            self.ci = yaml.safe_load(f)
+        self.store = self.path("gitlab-cache-store")
+
+    def run_pipeline(self, n):
+        project = self.path("run%d" % n, "project")
+        home = self.path("run%d" % n, "home")
+        os.makedirs(project)
+        os.makedirs(home)
+        env = dict(self.env)
+        env.update({"HOME": home, "CI": "true", "GITLAB_CI": "true", "CI_PROJECT_DIR": project})
+        # The job before: its script builds the site (npm); its artifact is dist/.
+        site = self.ci["site"]
+        self.assertEqual([kind(l) for l in site["script"]], ["site"] * len(site["script"]))
+        self.assertEqual(site["artifacts"]["paths"], ["dist/"])
+        shutil.copytree(SITE, os.path.join(project, "dist"), symlinks=True)
+
+        job = self.ci["precompress"]
+        for k, v in (job.get("variables") or {}).items():
+            env[k] = gitlab_expand(v, env)
+        cache_dir = env.get("PRECOMPRESS_CACHE_DIR", "")
+        cached = [os.path.join(project, p) for p in job["cache"]["paths"]]
+        self.assertIn(os.path.normpath(cache_dir), [os.path.normpath(p) for p in cached],
+                      "PRECOMPRESS_CACHE_DIR is not a cached path")
+        if os.path.isdir(self.store):
+            shutil.copytree(self.store, cache_dir)
+        lines = []
+        for line in job.get("before_script", []) + job["script"]:
+            k = kind(line)
+            if k == "apt":
+                if "install" in line:
+                    self.assertAptMatchesCiDeps(line, ".gitlab-ci.yml")
+            elif k == "build":
+                pass  # the program under test is on PATH instead
+            elif k == "site":
+                self.fail("the precompress job builds the site: %s" % line)
+            else:
+                lines.append(line)
+        self.assertEqual(len(lines), 2, lines)
+        _, err = self.bash("\n".join(lines), project, env)
+        self.assertTrue(os.path.isdir(cache_dir), "no cache written at %s" % cache_dir)
+        shutil.rmtree(self.store, ignore_errors=True)
+        shutil.copytree(cache_dir, self.store)
+        self.assertEqual(job["artifacts"]["paths"], ["dist/"])
+        return project, summaries(err)
+
+    def test_pipeline_runs_twice_the_second_from_the_cache(self):
+        p1, s1 = self.run_pipeline(1)
+        self.assertSiteCompressed(os.path.join(p1, "dist"))
+        p2, s2 = self.run_pipeline(2)
+        self.assertSiteCompressed(os.path.join(p2, "dist"))
+        self.assertEqual(len(s1), 2, s1)  # the run, then --check
+        self.assertEqual(len(s2), 2, s2)
+        self.assertColdThenWarm(s1[:1], s2[:1], self.compressed_files())
+        for s in (s1, s2):
+            self.assertTrue(s[1].startswith("precompress: dry run: "), s)
+
+
+class Recipes(Base):
+    def test_every_recipe_has_a_header_comment(self):
+        for path in (DOCKERFILE, GITHUB, GITLAB):
+            with open(path) as f:
+                head = f.read(400)
+            self.assertTrue(head.startswith("#"), path)
+            self.assertIn("tests/test_examples.py", open(path).read(), path)
+
+    def test_ci_deps_build_part_parsed(self):
+        pkgs = ci_build_packages()
+        for p in ("meson", "ninja-build", "gcc", "zlib1g-dev", "libbrotli-dev", "libuv1-dev"):
+            self.assertIn(p, pkgs)
+        self.assertNotIn("python3", pkgs)
+
+
+if __name__ == "__main__":
+    main()
