@@ -49,10 +49,38 @@ static uint64_t skewed(uint64_t *s, uint64_t n)
 static const char *ops[] = {" = ", "+", " - ", "*", " === ", " && ", " || ", ",", ".", "(",
                             ")", " ? ", ":", ";", " => ", "{", "}", "[", "]", "!"};
 
+/* The most frequent words are real web tokens (brotli's built-in dictionary
+ * knows many of them, as it knows real assets' words); the tail is generated. */
+static const char *common[] = {
+    "function", "return", "this", "var", "const", "let", "if", "else", "for", "while",
+    "new", "null", "undefined", "true", "false", "typeof", "object", "string", "number",
+    "length", "prototype", "call", "apply", "push", "slice", "indexOf", "Object", "Array",
+    "document", "window", "element", "value", "name", "type", "data", "options", "default",
+    "export", "import", "from", "class", "extends", "constructor", "super", "props", "state",
+    "render", "children", "parent", "node", "key", "index", "result", "error", "event",
+    "target", "style", "width", "height", "margin", "padding", "border", "color",
+    "background", "display", "position", "absolute", "relative", "none", "block", "flex",
+    "inline", "auto", "px", "em", "rem", "solid", "transparent", "font", "size", "weight",
+    "div", "span", "button", "input", "form", "label", "header", "footer", "section",
+    "container", "row", "col", "btn", "primary", "secondary", "active", "disabled", "hover",
+    "focus", "transform", "transition", "opacity", "top", "left", "right", "bottom",
+    "get", "set", "has", "add", "remove", "update", "create", "init", "handler", "callback",
+    "Promise", "resolve", "reject", "then", "catch", "async", "await", "module", "exports",
+    "require", "Math", "max", "min", "floor", "JSON", "stringify", "parse", "map", "filter",
+    "reduce", "forEach", "keys", "assign", "Symbol", "iterator", "instanceof", "delete",
+    "try", "throw", "Error", "message", "path", "href", "src", "http", "https", "www",
+    "content", "text", "html", "svg", "viewBox", "fill", "stroke", "xmlns", "version",
+};
+#define NCOMMON (sizeof common / sizeof common[0])
+
 static void make_vocab(void)
 {
     uint64_t s = 0x5eed0f0cab1e5ULL;
     for (int i = 0; i < VOCAB; i++) {
+        if ((size_t)i < NCOMMON * 2 && i % 2 == 0) {
+            snprintf(vocab[i], sizeof vocab[i], "%s", common[i / 2]);
+            continue;
+        }
         int n = 2 + (int)below(&s, 10);
         for (int k = 0; k < n; k++) {
             uint64_t r = below(&s, 40);
@@ -68,7 +96,7 @@ static void make_vocab(void)
         size_t l = 0;
         int n = 2 + (int)below(&s, 6);
         for (int k = 0; k < n && l < 70; k++)
-            l += (size_t)snprintf(p + l, sizeof phrase[0] - l, "%s%s", vocab[below(&s, VOCAB)],
+            l += (size_t)snprintf(p + l, sizeof phrase[0] - l, "%s%s", vocab[skewed(&s, VOCAB)],
                                   ops[below(&s, 20)]);
     }
 }

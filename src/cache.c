@@ -191,13 +191,13 @@ void pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
 
   if (entry_path(c, h, size, f, level, engine, path, sizeof(path)) != 0)
     return;
-  if ((err = pc__out_open(&o, path)) == -ENOENT) {
+  if ((err = pc__out_open(&o, AT_FDCWD, path)) == -ENOENT) {
     /* The two-hex-digit subdirectory, on first use. */
     char *slash = strrchr(path, '/');
     *slash = '\0';
     mkdir(path, 0777);
     *slash = '/';
-    err = pc__out_open(&o, path);
+    err = pc__out_open(&o, AT_FDCWD, path);
   }
   if (err != 0)
     return;

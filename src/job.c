@@ -19,6 +19,8 @@
 #include "out.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,14 +41,15 @@ struct fmt_state {
   pc__buf_t buf;    /* output not yet written to the temp file */
   pc__out_t out;    /* the temp file, once output spilled or is kept */
   uint64_t total;   /* output bytes so far, spilled or not */
-  char *final;      /* FILE.ext */
+  char *final;      /* FILE.ext, the full name (for messages) */
+  const char *base; /* its last component, relative to the job's directory */
   int on;           /* enabled and not dropped */
   int cached;       /* the result came from the cache */
   int cache_fd;     /* a cached payload to copy, or -1 */
 };
 
 pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
-                       const struct stat *st, int via_link,
+                       int root_fd, const struct stat *st, int via_link,
                        const pc__cfg_t *cfg) {
   pc__job_t *j = calloc(1, sizeof(*j));
   if (j == NULL) {
@@ -56,6 +59,7 @@ pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
   j->fullpath = fullpath;
   j->rel_off = rel_off;
   j->root = root;
+  j->root_fd = root_fd;
   j->size = (uint64_t)st->st_size;
   j->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
   j->via_link = via_link;
@@ -69,6 +73,55 @@ void pc__job_free(pc__job_t *j) {
   free(j->fullpath);
   free(j->err_path);
   free(j);
+}
+
+/* Where the file's base name starts in fullpath. */
+static size_t base_off(const pc__job_t *j) {
+  const char *rel = j->fullpath + j->rel_off;
+  const char *slash = strrchr(rel, '/');
+  return slash != NULL ? (size_t)(slash + 1 - j->fullpath) : j->rel_off;
+}
+
+static int pdir_of(const pc__job_t *j) {
+  return j->pdir;
+}
+
+/* Opens the directory holding the file, below its root and, unless
+ * --follow made symlinked directories part of the tree, through no
+ * symlink: a directory swapped for a link since the walk must not send
+ * reads or writes outside the tree. Every name the job uses is then
+ * relative to it, which also lifts PATH_MAX from temp names.
+ */
+static int open_pdir(pc__job_t *j) {
+  const char *rel = j->fullpath + j->rel_off;
+  const char *slash = strrchr(rel, '/');
+  char *dir;
+  int fd;
+
+  if (slash == NULL) {
+    j->pdir = j->root_fd;
+    return 0;
+  }
+  if ((dir = malloc((size_t)(slash - rel) + 1)) == NULL)
+    return -ENOMEM;
+  memcpy(dir, rel, (size_t)(slash - rel));
+  dir[slash - rel] = '\0';
+  {
+    struct open_how how;
+    memset(&how, 0, sizeof(how));
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = j->cfg->follow ? 0 : RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+    fd = (int)syscall(SYS_openat2, j->root_fd, dir, &how, sizeof(how));
+    if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: the last link only */
+      fd = openat(j->root_fd, dir,
+                  O_PATH | O_DIRECTORY | O_CLOEXEC |
+                      (j->cfg->follow ? 0 : O_NOFOLLOW));
+  }
+  free(dir);
+  if (fd < 0)
+    return errno == ELOOP || errno == EXDEV ? PC_ECHANGED : PC__ERRNO();
+  j->pdir = fd;
+  return 0;
 }
 
 /* Records the first error and the name it is about. */
@@ -112,7 +165,7 @@ static int spill(pc__job_t *j, struct fmt_state *s) {
     s->buf.len = 0;
     return 0;
   }
-  if (s->out.fd < 0 && (err = pc__out_open(&s->out, s->final)) != 0)
+  if (s->out.fd < 0 && (err = pc__out_open(&s->out, pdir_of(j), s->base)) != 0)
     return err;
   err = pc__out_write(&s->out, s->buf.data, s->buf.len);
   s->buf.len = 0;
@@ -225,7 +278,7 @@ static int compress_all(pc__job_t *j, int fd, struct fmt_state *fs,
         continue;
       }
       if (s->buf.len >= SPILL && (err = spill(j, s)) != 0) {
-        fail(j, err, s->out.tmp != NULL ? s->out.tmp : s->final);
+        fail(j, err, s->final);
         goto out;
       }
     }
@@ -332,7 +385,7 @@ static int copy_outputs(pc__job_t *j, struct fmt_state *fs,
     struct fmt_state *s = &fs[f];
     if (fds[f] < 0)
       continue;
-    if ((ret = pc__out_open(&s->out, s->final)) != 0) {
+    if ((ret = pc__out_open(&s->out, pdir_of(j), s->base)) != 0) {
       fail(j, ret, s->final);
       goto out;
     }
@@ -343,7 +396,7 @@ static int copy_outputs(pc__job_t *j, struct fmt_state *fs,
         goto out;
       }
       if ((ret = pc__out_write(&s->out, buf, n)) != 0) {
-        fail(j, ret, s->out.tmp);
+        fail(j, ret, s->final);
         goto out;
       }
       left -= n;
@@ -364,7 +417,8 @@ static int copy_fd(pc__job_t *j, struct fmt_state *s, int fd, uint64_t n) {
 
   if (buf == NULL)
     return -ENOMEM;
-  if (s->out.fd < 0 && (err = pc__out_open(&s->out, s->final)) != 0) {
+  if (s->out.fd < 0 &&
+      (err = pc__out_open(&s->out, pdir_of(j), s->base)) != 0) {
     fail(j, err, s->final);
     goto out;
   }
@@ -375,7 +429,7 @@ static int copy_fd(pc__job_t *j, struct fmt_state *s, int fd, uint64_t n) {
       goto out;
     }
     if ((err = pc__out_write(&s->out, buf, k)) != 0) {
-      fail(j, err, s->out.tmp);
+      fail(j, err, s->final);
       goto out;
     }
     n -= k;
@@ -391,7 +445,7 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   struct stat ost;
   int exists, err;
 
-  exists = lstat(s->final, &ost) == 0;
+  exists = fstatat(pdir_of(j), s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && errno != ENOENT) {
     fail(j, PC__ERRNO(), s->final);
     return j->err;
@@ -403,7 +457,8 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
     if (!exists || S_ISDIR(ost.st_mode))
       return 0;
     o->action = PC_ACT_REMOVE;
-    if (!j->cfg->dry_run && unlink(s->final) != 0 && errno != ENOENT) {
+    if (!j->cfg->dry_run && unlinkat(pdir_of(j), s->base, 0) != 0 &&
+        errno != ENOENT) {
       fail(j, PC__ERRNO(), s->final);
       return j->err;
     }
@@ -426,10 +481,10 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   if (s->cache_fd >= 0 && (err = copy_fd(j, s, s->cache_fd, o->size)) != 0)
     return err;
   if ((err = spill(j, s)) != 0) {
-    fail(j, err, s->out.tmp != NULL ? s->out.tmp : s->final);
+    fail(j, err, s->final);
     return err;
   }
-  if ((err = pc__out_commit(&s->out, s->final, &j->st, j->cfg->fsync)) != 0)
+  if ((err = pc__out_commit(&s->out, s->base, &j->st, j->cfg->fsync)) != 0)
     fail(j, err, s->final);
   return err;
 }
@@ -515,7 +570,12 @@ void pc__job_run(pc__job_t *j) {
     fs[f].cache_fd = -1;
   }
 
-  fd = open(j->fullpath, flags);
+  j->pdir = -1;
+  if ((err = open_pdir(j)) != 0) {
+    fail(j, err, NULL);
+    goto out;
+  }
+  fd = openat(j->pdir, j->fullpath + base_off(j), flags);
   if (fd < 0) {
     fail(j, PC__ERRNO(), NULL);
     goto out;
@@ -557,6 +617,7 @@ void pc__job_run(pc__job_t *j) {
     memcpy(fs[f].final, j->fullpath, n);
     fs[f].final[n] = '.';
     strcpy(fs[f].final + n + 1, ext);
+    fs[f].base = fs[f].final + base_off(j);
     /* Emptied since the walk: nothing to keep, old outputs are stale. */
     j->out[f].state = PC_OUT_RATIO;
   }
@@ -676,4 +737,8 @@ out:
       j->out[f].action = PC_ACT_NONE;
     }
   }
+  /* Last: the temp files above were removed relative to it. */
+  if (j->pdir >= 0 && j->pdir != j->root_fd)
+    close(j->pdir);
+  j->pdir = -1;
 }

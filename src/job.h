@@ -19,6 +19,7 @@ typedef struct pc__cfg {
   pc_gzip_engine_t gzip_engine;
   uint64_t ratio_num, ratio_den;
   int dry_run;
+  int follow;      /* --follow: symlinked directories are part of the tree */
   int fsync;       /* --fsync: outputs durable before and after rename */
   unsigned jobs;   /* threads for zstd's own multi-threading of big files */
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
@@ -31,6 +32,8 @@ typedef struct pc__job {
   const pc__cfg_t *cfg;
   void *run;        /* the pc__run that owns this job */
   uint32_t root;    /* index of the PATH it was found under */
+  int root_fd;      /* that root's directory (O_PATH), owned by the run */
+  int pdir;         /* while running: the file's directory (O_PATH) */
   char *fullpath;   /* owned; the name on disk */
   size_t rel_off;   /* the path relative to its root starts here */
   int via_link;     /* the walk saw a symlink to a file: open through it */
@@ -61,7 +64,7 @@ typedef struct pc__job {
  * NULL on ENOMEM.
  */
 pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
-                       const struct stat *st, int via_link,
+                       int root_fd, const struct stat *st, int via_link,
                        const pc__cfg_t *cfg);
 
 /* Runs on a worker thread. */

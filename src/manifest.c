@@ -187,7 +187,7 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
   st.st_mode = 0666 & ~mask;
   st.st_atim.tv_nsec = UTIME_NOW;
   st.st_mtim.tv_nsec = UTIME_NOW;
-  if ((err = pc__out_open(&out, path)) != 0 ||
+  if ((err = pc__out_open(&out, AT_FDCWD, path)) != 0 ||
       (err = pc__out_write(&out, b.data, b.len)) != 0 ||
       (err = pc__out_commit(&out, path, &st, sync)) != 0)
     goto out;

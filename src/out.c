@@ -1,6 +1,7 @@
 #include "out.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,24 +27,46 @@ static uint64_t next_random(void) {
   return s;
 }
 
-/* Builds ".NAME.XXXXXX.tmp" beside `final` with fresh random characters. */
+/* Builds ".NAME.XXXXXX.tmp" beside `final` with fresh random characters.
+ * When that would pass NAME_MAX, NAME keeps its extension (".gz": the walk
+ * must still know the file for ours) and loses characters before it, with
+ * a '~' to mark the cut.
+ */
 static char *temp_name(const char *final) {
   const char *slash = strrchr(final, '/');
   size_t dirlen = slash != NULL ? (size_t)(slash - final) + 1 : 0;
   size_t baselen = strlen(final) - dirlen;
-  size_t n = dirlen + 1 + baselen + 1 + PC__TMP_RAND + sizeof(PC__TMP_SUFFIX);
-  char *p = malloc(n), *q;
+  size_t extra = 1 + 1 + PC__TMP_RAND + sizeof(PC__TMP_SUFFIX) - 1;
+  size_t keep = baselen, cut = 0;
+  char *p, *q;
   uint64_t x;
   size_t i;
 
+  if (baselen + extra > NAME_MAX) {
+    const char *dot = strrchr(final + dirlen, '.');
+    size_t extlen = dot != NULL ? strlen(dot) : 0;
+    if (NAME_MAX < extra + extlen + 2)
+      return NULL;
+    cut = baselen + extra + 1 - NAME_MAX; /* +1: the '~' */
+    keep = baselen - extlen - cut;
+  }
+  p = malloc(dirlen + baselen + extra + 2);
   if (p == NULL)
     return NULL;
   x = next_random();
   memcpy(p, final, dirlen);
   q = p + dirlen;
   *q++ = '.';
-  memcpy(q, final + dirlen, baselen);
-  q += baselen;
+  if (cut == 0) {
+    memcpy(q, final + dirlen, baselen);
+    q += baselen;
+  } else {
+    memcpy(q, final + dirlen, keep);
+    q += keep;
+    *q++ = '~';
+    memcpy(q, final + dirlen + keep + cut, baselen - keep - cut);
+    q += baselen - keep - cut;
+  }
   *q++ = '.';
   for (i = 0; i < PC__TMP_RAND; i++, x >>= 8)
     *q++ = rand_chars[(x & 0xff) % (sizeof(rand_chars) - 1)];
@@ -51,17 +74,19 @@ static char *temp_name(const char *final) {
   return p;
 }
 
-int pc__out_open(pc__out_t *o, const char *final) {
+int pc__out_open(pc__out_t *o, int dirfd, const char *final) {
   int tries;
 
   o->fd = -1;
+  o->dirfd = dirfd;
   o->tmp = NULL;
   for (tries = 0; tries < 100; tries++) {
     char *tmp = temp_name(final);
     int fd;
     if (tmp == NULL)
       return -ENOMEM;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0600);
     if (fd >= 0) {
       o->fd = fd;
       o->tmp = tmp;
@@ -90,8 +115,11 @@ int pc__out_write(pc__out_t *o, const void *p, size_t n) {
   return 0;
 }
 
-/* fsync()s the directory holding `path`, making a rename in it durable. */
-static int sync_dir(const char *path) {
+/* fsync()s the directory holding `path` (relative to dirfd), making a
+ * rename in it durable. An O_PATH descriptor cannot be synced: open the
+ * directory for reading through it.
+ */
+static int sync_dir(int dirfd, const char *path) {
   const char *slash = strrchr(path, '/');
   char *dir;
   int fd, err = 0;
@@ -106,7 +134,7 @@ static int sync_dir(const char *path) {
   }
   if (dir == NULL)
     return -ENOMEM;
-  fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || fsync(fd) != 0)
     err = PC__ERRNO();
   if (fd >= 0)
@@ -132,12 +160,12 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
   if (close(o->fd) != 0 && err == 0)
     err = PC__ERRNO();
   o->fd = -1;
-  if (err == 0 && rename(o->tmp, final) != 0)
+  if (err == 0 && renameat(o->dirfd, o->tmp, o->dirfd, final) != 0)
     err = errno == EISDIR ? PC_EOUTDIR : PC__ERRNO();
   if (err != 0)
-    unlink(o->tmp);
+    unlinkat(o->dirfd, o->tmp, 0);
   else if (sync)
-    err = sync_dir(final); /* renamed: only durability is in question */
+    err = sync_dir(o->dirfd, final); /* renamed: only durability is left */
   free(o->tmp);
   o->tmp = NULL;
   return err;
@@ -148,7 +176,7 @@ void pc__out_discard(pc__out_t *o) {
     close(o->fd);
   o->fd = -1;
   if (o->tmp != NULL) {
-    unlink(o->tmp);
+    unlinkat(o->dirfd, o->tmp, 0);
     free(o->tmp);
     o->tmp = NULL;
   }

@@ -7,26 +7,31 @@
 
 #include "common.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 /* One output being written. PC__OUT_INIT is "not open". */
 typedef struct pc__out {
   int fd;       /* -1 when not open */
-  char *tmp;    /* malloc'd temp path while it exists, else NULL */
+  int dirfd;    /* the directory names are relative to (not owned) */
+  char *tmp;    /* malloc'd temp name (relative to dirfd) while it exists */
 } pc__out_t;
 
-#define PC__OUT_INIT {-1, NULL}
+#define PC__OUT_INIT {-1, AT_FDCWD, NULL}
 
-/* Creates the temp file for `final` (".NAME.XXXXXX.tmp" in its directory,
- * O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600). 0 or a negative code.
+/* Creates the temp file for `final`, a name relative to `dirfd` (or a path,
+ * with AT_FDCWD): ".NAME.XXXXXX.tmp" in the same directory,
+ * O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600. A NAME too long for that is cut,
+ * ending in '~', so the temp name fits NAME_MAX. 0 or a negative code.
  */
-int pc__out_open(pc__out_t *o, const char *final);
+int pc__out_open(pc__out_t *o, int dirfd, const char *final);
 
 /* Writes all n bytes, retrying short writes and EINTR. */
 int pc__out_write(pc__out_t *o, const void *p, size_t n);
 
 /* Gives the temp the permission bits and atime/mtime of `src`, closes it
- * and renames it over `final`. With `sync`, the data reaches the disk
+ * and renames it over `final` (relative to the dirfd it was opened with).
+ * With `sync`, the data reaches the disk
  * before the rename and the directory entry after it, so that after a power
  * loss the name holds the old file or the new one. On failure the temp is
  * removed. Either way o is closed afterwards.

@@ -12,7 +12,9 @@
 
 #include "cache.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,9 @@
 #define WALK_BUDGET 256
 #define PROGRESS_MS 200
 #define FDS_PER_JOB 8
+#define POOL_STACK ((size_t)8 << 20) /* libuv's threadpool.c */
+#define MEM_PER_JOB ((size_t)64 << 20)
+#define MEM_BASE ((size_t)48 << 20)
 #define LOOP_FDS 16
 
 /* Heap of pending jobs, largest first. */
@@ -364,6 +369,8 @@ static int make_roots(pc__run_t *r) {
   if (r->roots == NULL)
     return -ENOMEM;
   r->nroots = (uint32_t)o->npaths;
+  for (k = 0; k < o->npaths; k++)
+    r->roots[k].fd = -1;
   for (k = 0; k < o->npaths; k++) {
     pc__root_t *root = &r->roots[k];
     const char *p = o->paths[k];
@@ -390,6 +397,9 @@ static int make_roots(pc__run_t *r) {
     if (root->dir == NULL || root->label == NULL ||
         (is_file && root->file == NULL))
       return -ENOMEM;
+    /* Failing here is the walk's to report, when it reads the root. */
+    root->fd = open(root->dir[0] ? root->dir : ".",
+                    O_PATH | O_DIRECTORY | O_CLOEXEC);
   }
   return 0;
 }
@@ -408,6 +418,8 @@ static void free_run(pc__run_t *r) {
   }
   free(r->recs);
   for (k = 0; k < r->nroots; k++) {
+    if (r->roots[k].fd >= 0)
+      close(r->roots[k].fd);
     free(r->roots[k].dir);
     free(r->roots[k].label);
     free(r->roots[k].file);
@@ -417,6 +429,36 @@ static void free_run(pc__run_t *r) {
   pc__prev_free(r->prev);
   pc__dedup_free(r->cfg.dedup);
   pc__cache_close((pc__cache_t *)r->cfg.cache);
+}
+
+static void probe_wait(void *arg) {
+  uv_sem_wait(arg);
+}
+
+/* How many of `want` threads with libuv's pool stack size can run at once
+ * (all are started, then released and joined).
+ */
+static unsigned probe_threads(unsigned want) {
+  uv_thread_t t[1024];
+  uv_thread_options_t o;
+  uv_sem_t go;
+  unsigned n, i;
+
+  if (want > PC__ARRAY_SIZE(t))
+    want = PC__ARRAY_SIZE(t);
+  if (uv_sem_init(&go, 0) != 0)
+    return 0;
+  o.flags = UV_THREAD_HAS_STACK_SIZE;
+  o.stack_size = POOL_STACK;
+  for (n = 0; n < want; n++)
+    if (uv_thread_create_ex(&t[n], &o, probe_wait, &go) != 0)
+      break;
+  for (i = 0; i < n; i++)
+    uv_sem_post(&go);
+  for (i = 0; i < n; i++)
+    uv_thread_join(&t[i]);
+  uv_sem_destroy(&go);
+  return n;
 }
 
 /* libuv sizes its pool once, at first use, from UV_THREADPOOL_SIZE. */
@@ -448,6 +490,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   r->cfg.ratio_num = opts->ratio_num;
   r->cfg.ratio_den = opts->ratio_den;
   r->cfg.dry_run = opts->dry_run;
+  r->cfg.follow = opts->follow;
   r->cfg.fsync = opts->fsync;
   atomic_init(&r->cfg.stop, 0);
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
@@ -473,11 +516,43 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
       rlim_t room = rl.rlim_cur > LOOP_FDS ? rl.rlim_cur - LOOP_FDS : 0;
       unsigned most = (unsigned)(room / FDS_PER_JOB);
+      /* libuv aborts when it cannot make its pipes: refuse first. */
+      if (most < 1) {
+        err = -EMFILE;
+        goto out;
+      }
+      if (r->jobs > most)
+        r->jobs = most;
+    }
+  }
+  {
+    /* libbrotlienc aborts when an allocation fails, so under a finite
+     * address-space limit (ulimit -v) run only as many jobs as the limit
+     * can hold: each a pool thread's stack plus what brotli 11 takes for
+     * a file of a few MiB.
+     */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      rlim_t room = rl.rlim_cur > MEM_BASE ? rl.rlim_cur - MEM_BASE : 0;
+      unsigned most = (unsigned)(room / (POOL_STACK + MEM_PER_JOB));
       if (most < 1)
         most = 1;
       if (r->jobs > most)
         r->jobs = most;
     }
+  }
+  {
+    /* libuv aborts when its pool cannot start a thread (each has an
+     * 8 MiB stack), as under a low `ulimit -v`: see how many start, and
+     * keep half of them when not all did, leaving room for the codecs.
+     */
+    unsigned got = probe_threads(r->jobs);
+    if (got == 0) {
+      err = -EAGAIN;
+      goto out;
+    }
+    if (got < r->jobs)
+      r->jobs = got / 2 > 0 ? got / 2 : 1;
   }
   r->cfg.jobs = r->jobs;
   if (opts->skip_ext != NULL) {

@@ -14,6 +14,7 @@ typedef struct pc__root {
   char *dir;        /* directory to open; "" means the current one */
   char *label;      /* as the manifest names it */
   char *file;       /* for a file PATH: its base name, else NULL */
+  int fd;           /* `dir`, O_PATH: jobs open their files below it */
 } pc__root_t;
 
 /* One file's line in the manifest. */

@@ -286,7 +286,8 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
                       pc__prev_find(r->prev, root, rel));
   else {
     size_t rel_off = strlen(full) - strlen(rel);
-    pc__job_t *j = pc__job_new(full, rel_off, root, &st, via_link, &r->cfg);
+    pc__job_t *j = pc__job_new(full, rel_off, root, r->roots[root].fd, &st,
+                               via_link, &r->cfg);
     full = NULL; /* the job owns it now, even when NULL came back */
     if (j == NULL)
       r->fatal = -ENOMEM;

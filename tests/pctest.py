@@ -131,10 +131,11 @@ def walk_all(root):
     """Every entry under root (bytes rel paths), lstat'ed, symlinked dirs not entered."""
     root = fsb(root)
     out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
+    # fwalk and dir_fd: a tree may hold paths longer than PATH_MAX.
+    for dirpath, dirnames, filenames, dirfd in os.fwalk(root):
         for n in dirnames + filenames:
             full = os.path.join(dirpath, n)
-            out[os.path.relpath(full, root)] = os.lstat(full)
+            out[os.path.relpath(full, root)] = os.lstat(n, dir_fd=dirfd)
     return out
 
 

@@ -591,10 +591,14 @@ static cli_status_t finish(parser_t *p) {
     long n;
     if (p->gzip_level == NULL)
       args->opts.level[PC_GZ] = (int) dflt[e];
-    else if (parse_int_range(p->gzip_level, 1, hi[e], &n))
+    else if (parse_int_range(p->gzip_level, 1, hi[e], &n)) {
+      char q[64];
       return fail(args, CLI_EUSAGE,
                   "--gzip-level: '%s' is not an integer 1..%ld (with the %s "
-                  "engine)", p->gzip_level, hi[e], pc_gzip_engine_name(e));
+                  "engine)", shown(q, sizeof(q), p->gzip_level,
+                                   strlen(p->gzip_level)),
+                  hi[e], pc_gzip_engine_name(e));
+    }
     else
       args->opts.level[PC_GZ] = (int) n;
   }

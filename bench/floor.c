@@ -1,0 +1,361 @@
+/* bench/floor.c: the two floors bench/run.sh compares precompress against.
+ *
+ *   floor codec [--gzip] [--brotli] DIR...
+ *       Walks DIR like precompress does (regular files and symlinks to them,
+ *       not .gz, .br or .zst, not the default skip list, not empty), reads
+ *       every file, keeps the distinct contents (size + 64-bit hash), and runs
+ *       the bare codec calls on each distinct content, one thread:
+ *         gzip:   raw deflate, level 9, windowBits -15, memLevel 8, default
+ *                 strategy (the stream inside a .gz; the 18 bytes of gzip
+ *                 header/trailer and the CRC are left out)
+ *         brotli: BrotliEncoderCompress(quality 11, lgwin 22, generic mode)
+ *       Prints the CPU seconds of those calls alone (CLOCK_THREAD_CPUTIME_ID
+ *       around each call; reading and hashing are not counted).
+ *
+ *   floor io DIR...
+ *       Walks DIR the same way and, for each file: opens and reads it, writes
+ *       its bytes to a temp file beside it (.NAME.XXXXXX.tmp, O_CREAT|O_EXCL|
+ *       O_NOFOLLOW, 0600), fchmod()s it to the source's mode, futimens()s it
+ *       to the source's atime/mtime, closes it and rename()s it to
+ *       NAME.iofloor. No compression. One thread. Prints the wall seconds of
+ *       the whole loop, walk included: the file-system cost of writing one
+ *       output per file the way precompress does.
+ *
+ * Output: one line of key=value pairs on stdout.
+ * Built by bench/run.sh: cc -O2 floor.c -lz -lbrotlienc [-lxxhash].
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <brotli/encode.h>
+#include <zlib.h>
+
+#if defined(HAVE_XXHASH)
+#include <xxhash.h>
+static uint64_t hash64(const void *p, size_t n) { return XXH3_64bits(p, n); }
+#else
+static uint64_t hash64(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+#endif
+
+/* precompress's default skip list (DESIGN.md 2.2): case-insensitive suffixes */
+static const char *skip_ext[] = {
+    "jpg", "jpeg", "png", "gif", "webp", "zip", "gz", "tgz", "bz2", "tbz", "xz", "br",
+    "swf", "flv", "woff", "woff2", "3gp", "3gpp", "asf", "avi", "m4v", "mov", "mp4", "mpeg",
+    "mpg", "webm", "wmv", "avif", "jxl", "heic", "heif", "zst", "zstd", "7z", "rar", "lz4",
+    "lzma", "mp3", "ogg", "oga", "opus", "m4a", "aac", "flac"};
+
+static int skipped_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n > 8 && strcmp(name + n - 8, ".iofloor") == 0)
+        return 1;
+    if (name[0] == '.' && n > 4 && strcmp(name + n - 4, ".tmp") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof skip_ext / sizeof skip_ext[0]; i++) {
+        size_t e = strlen(skip_ext[i]);
+        if (n > e + 1 && name[n - e - 1] == '.' && strcasecmp(name + n - e, skip_ext[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static double now(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- the list of files --------------------------------------------------- */
+
+static char **paths;
+static size_t npaths, cappaths;
+
+static int collect(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    if (flag != FTW_F && flag != FTW_SL)
+        return 0;
+    struct stat tst;
+    if (flag == FTW_SL) {
+        if (stat(path, &tst) != 0)
+            return 0;
+        st = &tst;
+    }
+    if (!S_ISREG(st->st_mode) || st->st_size == 0 || skipped_name(path + ftw->base))
+        return 0;
+    if (npaths == cappaths) {
+        cappaths = cappaths ? cappaths * 2 : 4096;
+        paths = realloc(paths, cappaths * sizeof *paths);
+        if (!paths)
+            abort();
+    }
+    paths[npaths++] = strdup(path);
+    return 0;
+}
+
+static int walk(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (nftw(argv[i], collect, 64, FTW_PHYS) != 0) {
+            perror(argv[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        perror(path);
+        exit(1);
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    unsigned char *buf = malloc(cap);
+    for (;;) {
+        if (n == cap && !(buf = realloc(buf, cap *= 2)))
+            abort();
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            perror(path);
+            exit(1);
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *len = n;
+    return buf;
+}
+
+/* ---- codec floor ----------------------------------------------------------- */
+
+struct key {
+    uint64_t hash, size;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct key *x = a, *y = b;
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
+    return x->size < y->size ? -1 : x->size > y->size;
+}
+
+static int codec(int argc, char **argv)
+{
+    int gz = 0, br = 0, i = 0;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--gzip") == 0)
+            gz = 1;
+        else if (strcmp(argv[i], "--brotli") == 0)
+            br = 1;
+        else {
+            fprintf(stderr, "floor codec: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!gz && !br)
+        gz = br = 1;
+    if (walk(argc - i, argv + i) != 0)
+        return 1;
+
+    /* distinct contents: hash every file first (sorted keys), then compress
+     * the first file of each key */
+    struct key *keys = calloc(npaths ? npaths : 1, sizeof *keys);
+    size_t *first = calloc(npaths ? npaths : 1, sizeof *first);
+    uint64_t bytes = 0;
+    for (size_t k = 0; k < npaths; k++) {
+        size_t len;
+        unsigned char *buf = read_all(paths[k], &len);
+        keys[k].hash = hash64(buf, len);
+        keys[k].size = len;
+        bytes += len;
+        free(buf);
+    }
+    struct key *sorted = malloc((npaths ? npaths : 1) * sizeof *sorted);
+    memcpy(sorted, keys, npaths * sizeof *sorted);
+    qsort(sorted, npaths, sizeof *sorted, cmp_key);
+    size_t ndistinct = 0;
+    for (size_t k = 0; k < npaths; k++)
+        if (k == 0 || cmp_key(&sorted[k - 1], &sorted[k]) != 0)
+            sorted[ndistinct++] = sorted[k];
+    /* mark: for each distinct key, the first path carrying it */
+    char *done = calloc(ndistinct ? ndistinct : 1, 1);
+    size_t nwork = 0;
+    for (size_t k = 0; k < npaths; k++) {
+        struct key *hit = bsearch(&keys[k], sorted, ndistinct, sizeof *sorted, cmp_key);
+        size_t d = (size_t)(hit - sorted);
+        if (!done[d]) {
+            done[d] = 1;
+            first[nwork++] = k;
+        }
+    }
+
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return 1;
+    double gz_cpu = 0, br_cpu = 0;
+    uint64_t distinct_bytes = 0, gz_bytes = 0, br_bytes = 0;
+    for (size_t w = 0; w < nwork; w++) {
+        size_t len;
+        unsigned char *in = read_all(paths[first[w]], &len);
+        distinct_bytes += len;
+        if (gz) {
+            uLong cap = deflateBound(&zs, (uLong)len);
+            unsigned char *out = malloc(cap);
+            double t0 = now(CLOCK_THREAD_CPUTIME_ID);
+            deflateReset(&zs);
+            zs.next_in = in;
+            zs.avail_in = (uInt)len;
+            zs.next_out = out;
+            zs.avail_out = (uInt)cap;
+            int rc = deflate(&zs, Z_FINISH);
+            gz_cpu += now(CLOCK_THREAD_CPUTIME_ID) - t0;
+            if (rc != Z_STREAM_END) {
+                fprintf(stderr, "floor: deflate failed on %s\n", paths[first[w]]);
+                return 1;
+            }
+            gz_bytes += zs.total_out + 18;
+            free(out);
+        }
+        if (br) {
+            size_t cap = BrotliEncoderMaxCompressedSize(len);
+            if (cap == 0)
+                cap = len + 1024;
+            unsigned char *out = malloc(cap);
+            size_t outlen = cap;
+            double t0 = now(CLOCK_THREAD_CPUTIME_ID);
+            int ok = BrotliEncoderCompress(11, 22, BROTLI_MODE_GENERIC, len, in, &outlen, out);
+            br_cpu += now(CLOCK_THREAD_CPUTIME_ID) - t0;
+            if (!ok) {
+                fprintf(stderr, "floor: brotli failed on %s\n", paths[first[w]]);
+                return 1;
+            }
+            br_bytes += outlen;
+            free(out);
+        }
+        free(in);
+    }
+    deflateEnd(&zs);
+    printf("files=%zu bytes=%llu distinct=%zu distinct_bytes=%llu gzip_cpu=%.3f brotli_cpu=%.3f "
+           "gzip_bytes=%llu brotli_bytes=%llu\n",
+           npaths, (unsigned long long)bytes, nwork, (unsigned long long)distinct_bytes, gz_cpu,
+           br_cpu, (unsigned long long)gz_bytes, (unsigned long long)br_bytes);
+    return 0;
+}
+
+/* ---- I/O floor ------------------------------------------------------------- */
+
+static int copy_one(const char *path, unsigned char *buf, size_t cap, unsigned *seq,
+                    uint64_t *bytes)
+{
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (in < 0 || fstat(in, &st) != 0) {
+        perror(path);
+        return -1;
+    }
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
+    const char *base = path + dirlen;
+    char tmp[8192], final[8192];
+    int out = -1;
+    for (int tries = 0; out < 0 && tries < 100; tries++) {
+        snprintf(tmp, sizeof tmp, "%.*s.%s.iofloor.%06u.tmp", (int)dirlen, path, base,
+                 (*seq)++ % 1000000u);
+        out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (out < 0 && errno != EEXIST)
+            break;
+    }
+    if (out < 0) {
+        perror(tmp);
+        close(in);
+        return -1;
+    }
+    for (;;) {
+        ssize_t r = read(in, buf, cap);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            perror(path);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        for (ssize_t off = 0; off < r;) {
+            ssize_t w = write(out, buf + off, (size_t)(r - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                perror(tmp);
+                return -1;
+            }
+            off += w;
+        }
+    }
+    struct timespec times[2] = {st.st_atim, st.st_mtim};
+    if (fchmod(out, st.st_mode & 07777) != 0 || futimens(out, times) != 0 || close(out) != 0) {
+        perror(tmp);
+        return -1;
+    }
+    close(in);
+    *bytes += (uint64_t)st.st_size;
+    snprintf(final, sizeof final, "%s.iofloor", path);
+    if (rename(tmp, final) != 0) {
+        perror(final);
+        return -1;
+    }
+    return 0;
+}
+
+static int io(int argc, char **argv)
+{
+    double t0 = now(CLOCK_MONOTONIC);
+    if (walk(argc, argv) != 0)
+        return 1;
+    enum { CAP = 1 << 20 };
+    unsigned char *buf = malloc(CAP);
+    unsigned seq = (unsigned)getpid();
+    uint64_t bytes = 0;
+    int rc = 0;
+    for (size_t k = 0; k < npaths; k++) {
+        if (copy_one(paths[k], buf, CAP, &seq, &bytes) != 0)
+            rc = 1;
+    }
+    double wall = now(CLOCK_MONOTONIC) - t0;
+    printf("files=%zu bytes=%llu io_wall=%.3f\n", npaths, (unsigned long long)bytes, wall);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "codec") == 0)
+        return codec(argc - 2, argv + 2);
+    if (argc >= 3 && strcmp(argv[1], "io") == 0)
+        return io(argc - 2, argv + 2);
+    fprintf(stderr, "usage: floor codec [--gzip] [--brotli] DIR... | floor io DIR...\n");
+    return 2;
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Resource limits: few descriptors (ulimit -n), little address space
+(ulimit -v), more jobs than cores (-j 64 on 2 cores).
+
+Under a limit the run either completes (exit 0, every output the rules call
+for, the oracle's bytes) or fails cleanly: exit 1 or 2 with a message on
+stderr, never a crash signal, and whatever output exists is whole (no partial
+output, no temp file). The limits are set with prlimit(1) on the program
+alone. The address-space cases are skipped in sanitizer builds (ASan and TSan
+reserve terabytes of address space at start).
+"""
+import sys
+
+sys.dont_write_bytecode = True
+import os
+import random
+import shutil
+import stat
+
+from pctest import (PROGRAM, PCTestCase, classify, decode, gz_oracle, listing, main, run, source_snapshot, walk_all,
+                    words_data)
+
+HAVE_PRLIMIT = shutil.which("prlimit") is not None
+HAVE_TASKSET = shutil.which("taskset") is not None
+MB = 1 << 20
+
+
+def sanitized_build():
+    with open(PROGRAM, "rb") as f:
+        blob = f.read()
+    return b"__asan_init" in blob or b"__tsan_init" in blob
+
+
+def gen_tree(root, n=2000, seed=11):
+    """n different text files of 1-8 KiB in 20 directories."""
+    r = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["".join(r.choice(letters) for _ in range(r.randint(2, 11))) for _ in range(3000)]
+    for i in range(n):
+        d = os.path.join(root, "d%02d" % (i % 20))
+        os.makedirs(d, exist_ok=True)
+        size = r.randint(1024, 8192)
+        parts, k = [], 0
+        while k < size:
+            line = " ".join(r.choices(vocab, k=r.randint(4, 16))) + ".\n"
+            parts.append(line)
+            k += len(line)
+        with open(os.path.join(d, "f%04d.js" % i), "wb") as f:
+            f.write("".join(parts).encode()[:size])
+
+
+class LimitCase(PCTestCase):
+    def setUp(self):
+        super().setUp()
+        if not HAVE_PRLIMIT:
+            self.skipTest("prlimit (util-linux) is missing")
+        os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
+
+    def limited(self, limits, args, timeout=300):
+        return run(limits + ["--", PROGRAM] + args, program="prlimit", timeout=timeout)
+
+    def assertCleanOutcome(self, r, root, snap):
+        """Completed, or failed cleanly; nothing partial either way."""
+        self.assertGreaterEqual(r.rc, 0, "killed by signal %d: %r" % (-r.rc, r))
+        self.assertIn(r.rc, (0, 1, 2), r)
+        if r.rc != 0:
+            self.assertTrue([l for l in r.err_lines if l.startswith("precompress: ")], "failed without a message: %r" % r)
+        for l in r.err_lines:
+            self.assertTrue(l.startswith("precompress: "), "a line that is not ours on stderr: %r" % l)
+        n = 0
+        for rel, st in walk_all(root).items():
+            for fmt in ("gz", "br", "zst"):
+                if rel.endswith(b"." + fmt.encode()) and rel[: -len(fmt) - 1] in snap:
+                    full = os.path.join(os.fsencode(root), rel)
+                    self.assertTrue(stat.S_ISREG(st.st_mode), rel)
+                    with open(full[: -len(fmt) - 1], "rb") as f:
+                        self.assertEqual(decode(fmt, full), f.read(), "%r does not decode to its source" % rel)
+                    n += 1
+        self.assertSourcesUnchanged(snap, root)
+        self.assertNoTemps(root)
+        return n
+
+
+class Descriptors(LimitCase):
+    def test_nofile_64_j64_fixtures(self):
+        root = self.copy_site()
+        before = listing(root)
+        cls = classify(root)
+        r = self.limited(["--nofile=64"], ["-j", "64", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.error_lines(), [], r)
+        self.assertTreeMatchesOracle(root, before, cls)
+        self.assertNoTemps(root)
+
+    def test_nofile_64_j64_2000_files(self):
+        root = self.path("tree")
+        gen_tree(root)
+        snap = source_snapshot(root)
+        r = self.limited(["--nofile=64"], ["-j", "64", "--no-brotli", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.error_lines(), [], r)
+        self.assertEqual(r.summary()["compressed"], 2000, r)
+        for rel in snap:
+            full = os.path.join(os.fsencode(root), rel)
+            with open(full, "rb") as f, open(full + b".gz", "rb") as g:
+                self.assertEqual(g.read(), gz_oracle(f.read()), rel)
+        self.assertCleanOutcome(r, root, snap)
+
+    def test_nofile_lower_still(self):
+        """Below what the loop itself needs: complete, or one clean failure."""
+        seen = {}
+        for n in (32, 24, 16, 12, 10, 8, 6):
+            with self.subTest(nofile=n):
+                root = self.copy_site("site%d" % n)
+                snap = source_snapshot(root)
+                before = listing(root)
+                cls = classify(root)
+                r = self.limited(["--nofile=%d" % n], ["-j", "64", root], timeout=60)
+                seen[n] = ("killed by signal %d" % -r.rc if r.rc < 0 else
+                           "exit %d%s" % (r.rc, (": " + r.error_lines()[0]) if r.rc and r.error_lines() else ""))
+                self.assertCleanOutcome(r, root, snap)
+                if r.rc == 0:
+                    self.assertEqual(r.error_lines(), [], r)
+                    self.assertTreeMatchesOracle(root, before, cls)
+        print("ulimit -n: " + "; ".join("%d: %s" % kv for kv in seen.items()))
+
+
+class Cores(LimitCase):
+    def test_j64_on_two_cores(self):
+        if not HAVE_TASKSET:
+            self.skipTest("taskset (util-linux) is missing")
+        cpus = sorted(os.sched_getaffinity(0))[:2]
+        root = self.path("tree")
+        gen_tree(root, n=1000)
+        snap = source_snapshot(root)
+        m64, m1 = self.path("m64.json"), self.path("m1.json")
+        args = ["--brotli-quality", "5", "--zstd"] if os.environ.get("PC_HAVE_ZSTD") == "1" else ["--brotli-quality", "5"]
+        r = run(["-c", ",".join(map(str, cpus)), PROGRAM, "-j", "64", "--manifest", m64] + args + [root],
+                program="taskset", timeout=300)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.error_lines(), [], r)
+        self.assertEqual(r.summary()["compressed"], 1000, r)
+        n = self.assertCleanOutcome(r, root, snap)
+        self.assertEqual(n, 1000 * (2 + ("--zstd" in args)))
+        for rel in snap:
+            full = os.path.join(os.fsencode(root), rel)
+            with open(full, "rb") as f, open(full + b".gz", "rb") as g:
+                self.assertEqual(g.read(), gz_oracle(f.read()), rel)
+        # the same result, byte for byte, as one job at a time
+        self.run_ok(["-j", "1", "--force", "--manifest", m1] + args + [root])
+        with open(m64, "rb") as a, open(m1, "rb") as b:
+            self.assertEqual(a.read(), b.read(), "-j 64 and -j 1 manifests differ")
+
+
+class AddressSpace(LimitCase):
+    def setUp(self):
+        super().setUp()
+        if sanitized_build():
+            self.skipTest("sanitizer build: ASan/TSan cannot start under ulimit -v")
+
+    def test_ulimit_v(self):
+        """ulimit -v 200 MB and 100 MB, at -j 2, 8 and 64, over the fixtures and a 2 MiB
+        file (brotli 11 with a 2 MiB window): completes or fails cleanly."""
+        seen = {}
+        for mb in (200, 100):
+            for jobs in (2, 8, 64):
+                with self.subTest(ulimit_v="%d MB" % mb, jobs=jobs):
+                    root = self.copy_site("site-%d-%d" % (mb, jobs))
+                    with open(os.path.join(root, "bundle.js"), "wb") as f:
+                        f.write(words_data(2 * MB, seed=4))
+                    snap = source_snapshot(root)
+                    r = self.limited(["--as=%d" % (mb * MB)], ["-j", str(jobs), root])
+                    seen["%d MB -j %d" % (mb, jobs)] = (
+                        "killed by signal %d" % -r.rc if r.rc < 0 else
+                        "exit %d%s" % (r.rc, (": " + r.error_lines()[0]) if r.rc and r.error_lines() else ""))
+                    self.assertCleanOutcome(r, root, snap)
+                    if r.rc == 0:
+                        self.assertEqual(r.error_lines(), [], r)
+                        self.assertTrue(os.path.isfile(os.path.join(root, "bundle.js.br")), r)
+        print("ulimit -v: " + "; ".join("%s: %s" % kv for kv in seen.items()))
+
+
+if __name__ == "__main__":
+    main()
