@@ -127,6 +127,11 @@ static int owns_temp(const pc__run_t *r, const char *drel, const char *name,
   if (f < 0)
     return 0;
   srclen = outlen - strlen(pc_format_ext((pc_format_t)f)) - 1;
+  /* A name cut to fit NAME_MAX (ending in '~') no longer names its source:
+   * leave it to a run without --shard.
+   */
+  if (srclen > 0 && name[srclen] == '~')
+    return 0;
   if ((src = malloc(dl + 1 + srclen + 1)) == NULL)
     return 0;
   memcpy(src, drel, dl);
