@@ -149,7 +149,8 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
   size_t i;
   int err = 0;
 
-  qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
+  if (r->nrecs > 1)
+    qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
   err |= pc__buf_puts(&b, "{\n  \"precompress\": 1,\n");
   if (r->incomplete)
     err |= pc__buf_puts(&b, "  \"incomplete\": true,\n");
