@@ -12,6 +12,7 @@
 
 #include <brotli/encode.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <zlib.h>
 #if PC_HAVE_LIBDEFLATE
@@ -210,10 +211,39 @@ static int gz_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
   return last ? gz_trailer(e, dst) : 0;
 }
 
-static int br_init(pc__enc_t *e, int level, uint64_t in_size) {
-  BrotliEncoderState *s = BrotliEncoderCreateInstance(NULL, NULL, NULL);
-  uint32_t hint;
+/* Debian's libbrotlienc exits the process when an allocation fails. Under
+ * an address-space limit (ulimit -v), first make sure what brotli 10..11
+ * will take can be had: its binary-tree hasher takes 8 bytes per window
+ * position (the whole 4 MiB window once input comes in pieces), its ring
+ * buffer up to twice the window, its optimal parser about 24 bytes per
+ * input byte of a metablock. Without a limit the kernel decides, as for
+ * everyone.
+ */
+static int br_room(int level, uint64_t in_size) {
+  struct rlimit rl;
+  uint64_t win = (uint64_t)1 << 22, nodes, est;
+  void *p;
 
+  if (level < 10 || getrlimit(RLIMIT_AS, &rl) != 0 ||
+      rl.rlim_cur == RLIM_INFINITY)
+    return 0;
+  nodes = in_size <= PC__WHOLE_MAX ? in_size : win;
+  est = ((uint64_t)2 << 20) + 8 * nodes + 2 * (in_size < win ? in_size : win) +
+        24 * (in_size < ((uint64_t)1 << 20) ? in_size : ((uint64_t)1 << 20));
+  if (est > SIZE_MAX || (p = malloc((size_t)est)) == NULL)
+    return -ENOMEM;
+  free(p);
+  return 0;
+}
+
+static int br_init(pc__enc_t *e, int level, uint64_t in_size) {
+  BrotliEncoderState *s;
+  uint32_t hint;
+  int err;
+
+  if ((err = br_room(level, in_size)) != 0)
+    return err;
+  s = BrotliEncoderCreateInstance(NULL, NULL, NULL);
   if (s == NULL)
     return -ENOMEM;
   /* What brotli derives itself when the whole input comes in one call:

@@ -25,6 +25,9 @@ int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
  */
 #define PC__ZSTD_MT_MIN ((uint64_t)32 << 20)
 
+/* Inputs up to this size reach the encoders in one call (job.c's CHUNK). */
+#define PC__WHOLE_MAX ((uint64_t)1 << 18)
+
 /* Compresses n bytes of input, appending output to `dst`. `last` finishes
  * the stream after this input (container trailer included). 0, -ENOMEM or
  * PC_ECODEC.

@@ -32,7 +32,7 @@
  * checking for a stop request (brotli 11 takes about a quarter second on
  * one), and the largest file hashed and compressed from one buffer.
  */
-#define CHUNK ((size_t)1 << 18)
+#define CHUNK ((size_t)PC__WHOLE_MAX)
 #define SPILL ((size_t)1 << 20)
 #define COPY_BUF ((size_t)1 << 16)
 

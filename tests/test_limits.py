@@ -159,26 +159,26 @@ class AddressSpace(LimitCase):
             self.skipTest("sanitizer build: ASan/TSan cannot start under ulimit -v")
 
     def test_ulimit_v(self):
-        """ulimit -v 200 MB and 100 MB, at -j 2, 8 and 64, over the fixtures and a 2 MiB
-        file (brotli 11 with a 2 MiB window): completes or fails cleanly."""
+        """ulimit -v of 200, 100 and 60 MB at -j 2, 8 and 64 over the fixtures and a 1 MiB
+        file (brotli 11, 1 MiB window), and 80 MB over a 4.5 MiB one (8 MiB window):
+        completes or fails cleanly."""
+        cases = [(mb, jobs, MB) for mb in (200, 100, 60) for jobs in (2, 8, 64)] + [(80, 2, int(4.5 * MB))]
         seen = {}
-        for mb in (200, 100):
-            for jobs in (2, 8, 64):
-                with self.subTest(ulimit_v="%d MB" % mb, jobs=jobs):
-                    root = self.copy_site("site-%d-%d" % (mb, jobs))
-                    with open(os.path.join(root, "bundle.js"), "wb") as f:
-                        f.write(words_data(2 * MB, seed=4))
-                    snap = source_snapshot(root)
-                    r = self.limited(["--as=%d" % (mb * MB)], ["-j", str(jobs), root])
-                    seen["%d MB -j %d" % (mb, jobs)] = (
-                        "killed by signal %d" % -r.rc if r.rc < 0 else
-                        "exit %d%s" % (r.rc, (": " + r.error_lines()[0]) if r.rc and r.error_lines() else ""))
-                    self.assertCleanOutcome(r, root, snap)
-                    if r.rc == 0:
-                        self.assertEqual(r.error_lines(), [], r)
-                        self.assertTrue(os.path.isfile(os.path.join(root, "bundle.js.br")), r)
+        for mb, jobs, size in cases:
+            name = "%d MB -j %d, %.1f MiB file" % (mb, jobs, size / MB)
+            with self.subTest(ulimit_v="%d MB" % mb, jobs=jobs, bundle=size):
+                root = self.copy_site("site-%d-%d-%d" % (mb, jobs, size))
+                with open(os.path.join(root, "bundle.js"), "wb") as f:
+                    f.write(words_data(size, seed=4))
+                snap = source_snapshot(root)
+                r = self.limited(["--as=%d" % (mb * MB)], ["-j", str(jobs), root])
+                seen[name] = ("killed by signal %d" % -r.rc if r.rc < 0 else
+                              "exit %d%s" % (r.rc, (": " + r.error_lines()[0]) if r.rc and r.error_lines() else ""))
+                self.assertCleanOutcome(r, root, snap)
+                if r.rc == 0:
+                    self.assertEqual(r.error_lines(), [], r)
+                    self.assertTrue(os.path.isfile(os.path.join(root, "bundle.js.br")), r)
         print("ulimit -v: " + "; ".join("%s: %s" % kv for kv in seen.items()))
-
 
 if __name__ == "__main__":
     main()
