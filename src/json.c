@@ -1,5 +1,36 @@
 #include "json.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+char *pc__unhex(const char *h) {
+  size_t n = strlen(h), i;
+  char *s;
+
+  if (n % 2 != 0 || (s = malloc(n / 2 + 1)) == NULL)
+    return NULL;
+  for (i = 0; i < n / 2; i++) {
+    int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+    if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+      free(s);
+      return NULL;
+    }
+    s[i] = (char)(hi << 4 | lo);
+  }
+  s[n / 2] = '\0';
+  return s;
+}
+
 size_t pc__utf8_len(const unsigned char *s, size_t n) {
   unsigned c = s[0];
   size_t len, i;

@@ -5,41 +5,21 @@
  */
 #include "run.h"
 
+#include "json.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  return -1;
-}
-
 /* The raw name: path_hex when present (a name that is not UTF-8). */
 static char *raw_path(json_t *fe) {
   const char *hex = json_string_value(json_object_get(fe, "path_hex"));
   const char *p = json_string_value(json_object_get(fe, "path"));
-  size_t n, i;
-  char *s;
 
   if (hex == NULL)
     return p != NULL ? pc__strdup(p) : NULL;
-  n = strlen(hex);
-  if (n % 2 != 0 || (s = malloc(n / 2 + 1)) == NULL)
-    return NULL;
-  for (i = 0; i < n / 2; i++) {
-    int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0 || (hi | lo) == 0) {
-      free(s);
-      return NULL;
-    }
-    s[i] = (char)(hi << 4 | lo);
-  }
-  s[n / 2] = '\0';
-  return s;
+  return pc__unhex(hex);
 }
 
 static int parse_skip(const char *name, pc_skip_t *out) {

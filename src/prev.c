@@ -5,6 +5,8 @@
  */
 #include "prev.h"
 
+#include "json.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -20,16 +22,6 @@ struct pc__prev {
   entry_t *slots; /* open addressing, power-of-two size */
   size_t cap, n;
 };
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 static uint64_t hash_key(uint32_t root, const char *s) {
   uint64_t h = 1469598103934665603u ^ root; /* FNV-1a */
@@ -129,27 +121,6 @@ static int add(pc__prev_t *p, uint32_t root, const char *path,
   e->rec = *rec;
   p->n++;
   return 0;
-}
-
-/* Decodes lowercase or uppercase hex into a malloc'd string, or NULL if it
- * is not hex or holds a NUL.
- */
-static char *unhex(const char *h) {
-  size_t n = strlen(h), i;
-  char *s;
-
-  if (n % 2 != 0 || (s = malloc(n / 2 + 1)) == NULL)
-    return NULL;
-  for (i = 0; i < n / 2; i++) {
-    int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
-    if (hi < 0 || lo < 0 || (hi | lo) == 0) {
-      free(s);
-      return NULL;
-    }
-    s[i] = (char)(hi << 4 | lo);
-  }
-  s[n / 2] = '\0';
-  return s;
 }
 
 /* Fills rec from one "files" entry. 0 if usable, -1 to ignore it. */
@@ -257,7 +228,7 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
     if (parse_file(fe, formats, &rec) != 0)
       continue;
     /* A name that is not UTF-8 is exact only in path_hex. */
-    if (hex != NULL && (raw = unhex(hex)) == NULL)
+    if (hex != NULL && (raw = pc__unhex(hex)) == NULL)
       continue;
     err = add(p, map[ri], raw != NULL ? raw : fp, &rec);
     free(raw);

@@ -191,7 +191,10 @@ void pc__run_error(pc__run_t *r, const char *path, int err) {
     r->opts->on_error(r->opts->data, path, err);
 }
 
-void pc__run_push(pc__run_t *r, pc__job_t *j) {
+/* Into the heap, growing it; a job that does not fit is freed and the run
+ * ends with ENOMEM.
+ */
+static void requeue(pc__run_t *r, pc__job_t *j) {
   if (r->nheap == r->capheap) {
     size_t ncap = r->capheap ? r->capheap * 2 : 256;
     pc__job_t **n = realloc(r->heap, ncap * sizeof(*n));
@@ -203,27 +206,14 @@ void pc__run_push(pc__run_t *r, pc__job_t *j) {
     r->heap = n;
     r->capheap = ncap;
   }
-  j->run = r;
-  r->progress.files_total++;
-  r->progress.bytes_total += j->size;
   heap_push(r, j);
 }
 
-/* Back into the heap, for a job that already counts as found. */
-static void requeue(pc__run_t *r, pc__job_t *j) {
-  if (r->nheap == r->capheap) {
-    /* Cannot fail for want of room: the job held a place when found. */
-    size_t ncap = r->capheap ? r->capheap * 2 : 256;
-    pc__job_t **n = realloc(r->heap, ncap * sizeof(*n));
-    if (n == NULL) {
-      pc__job_free(j);
-      r->fatal = -ENOMEM;
-      return;
-    }
-    r->heap = n;
-    r->capheap = ncap;
-  }
-  heap_push(r, j);
+void pc__run_push(pc__run_t *r, pc__job_t *j) {
+  j->run = r;
+  r->progress.files_total++;
+  r->progress.bytes_total += j->size;
+  requeue(r, j);
 }
 
 static void work_cb(uv_work_t *req) {
