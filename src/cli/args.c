@@ -579,7 +579,8 @@ static cli_status_t finish(parser_t *p) {
   if ((args->opts.formats & PC_FMT_BIT(PC_ZST)) &&
       !pc_format_available(PC_ZST))
     return fail(args, CLI_ENOZSTD,
-                "%s: this build of precompress lacks zstd support",
+                "%s: this build of precompress lacks zstd support "
+                "(install libzstd-dev and rebuild)",
                 p->zst_by != NULL ? p->zst_by : "--zstd");
   {
     /* gzip's level: 1..9 for zlib, 1..12 for libdeflate (default 12, the
