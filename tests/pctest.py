@@ -442,6 +442,31 @@ class PCTestCase(unittest.TestCase):
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
 
+    def use_nobody(self):
+        """Prepares self.prog, a program uid 65534 can run (root ignores
+        permissions, so permission cases run as nobody): the build dir may sit
+        where nobody cannot reach (/root/...), so a copy in the temp dir is
+        tried first. Skips the test without setpriv or when neither runs."""
+        if shutil.which("setpriv") is None:
+            self.skipTest("setpriv (util-linux) is missing: cannot run as an unprivileged user")
+        os.chmod(self.tmp, 0o777)
+        bindir = self.path("bin")
+        os.makedirs(bindir)
+        os.chmod(bindir, 0o755)
+        self.prog = os.path.join(bindir, "precompress")
+        shutil.copy2(PROGRAM, self.prog)
+        os.chmod(self.prog, 0o755)
+        for prog in (self.prog, PROGRAM):
+            p = run(["--version"], as_nobody=True, timeout=30, program=prog)
+            if p.rc == 0:
+                self.prog = prog
+                break
+        else:
+            self.skipTest("the program cannot be run as uid %d: %r" % (NOBODY, p))
+
+    def run_nobody(self, args, **kw):
+        return run(args, as_nobody=True, program=self.prog, **kw)
+
     def run_ok(self, args, **kw):
         r = run(args, **kw)
         self.assertEqual(r.rc, 0, "expected exit 0: %r" % r)

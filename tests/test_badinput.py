@@ -201,25 +201,7 @@ class Base(PCTestCase):
 class Nobody(Base):
     def setUp(self):
         super().setUp()
-        if not HAVE_SETPRIV:
-            self.skipTest("setpriv (util-linux) is missing: cannot run as an unprivileged user")
-        os.chmod(self.tmp, 0o777)
-        bindir = self.path("bin")
-        os.makedirs(bindir)
-        os.chmod(bindir, 0o755)
-        self.prog = os.path.join(bindir, "precompress")
-        shutil.copy2(PROGRAM, self.prog)
-        os.chmod(self.prog, 0o755)
-        for prog in (self.prog, PROGRAM):
-            p = run(["--version"], as_nobody=True, timeout=30, program=prog)
-            if p.rc == 0:
-                self.prog = prog
-                break
-        else:
-            self.skipTest("the program cannot be run as uid %d: %r" % (NOBODY, p))
-
-    def run_nobody(self, args):
-        return run(args, as_nobody=True, program=self.prog)
+        self.use_nobody()
 
 
 @unittest.skipUnless(HAVE_SETPRIV, "setpriv missing")

@@ -88,24 +88,7 @@ class AsNobody(PCTestCase):
 
     def setUp(self):
         super().setUp()
-        os.chmod(self.tmp, 0o777)
-        # The build dir may sit where nobody cannot reach (/root/...): run a copy from the temp dir.
-        bindir = self.path("bin")
-        os.makedirs(bindir)
-        os.chmod(bindir, 0o755)
-        self.prog = os.path.join(bindir, "precompress")
-        shutil.copy2(PROGRAM, self.prog)
-        os.chmod(self.prog, 0o755)
-        for prog in (self.prog, PROGRAM):
-            p = run(["--version"], as_nobody=True, timeout=30, program=prog)
-            if p.rc == 0:
-                self.prog = prog
-                break
-        else:
-            self.skipTest("the program cannot be run as uid %d: %r" % (NOBODY, p))
-
-    def run_nobody(self, args):
-        return run(args, as_nobody=True, program=self.prog)
+        self.use_nobody()
 
     def test_unreadable_file_exits_1(self):
         root = self.copy_site()

@@ -194,20 +194,7 @@ class NotRead(Base):
 
     def setUp(self):
         super().setUp()
-        os.chmod(self.tmp, 0o777)
-        bindir = self.path("bin")
-        os.makedirs(bindir)
-        os.chmod(bindir, 0o755)
-        self.prog = os.path.join(bindir, "precompress")
-        shutil.copy2(PROGRAM, self.prog)
-        os.chmod(self.prog, 0o755)
-        for prog in (self.prog, PROGRAM):
-            p = run(["--version"], as_nobody=True, timeout=30, program=prog)
-            if p.rc == 0:
-                self.prog = prog
-                break
-        else:
-            self.skipTest("the program cannot be run as uid %d: %r" % (NOBODY, p))
+        self.use_nobody()
 
     def test_unreadable_unchanged_file_is_not_read(self):
         root = self.copy_site()
