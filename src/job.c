@@ -82,10 +82,6 @@ static size_t base_off(const pc__job_t *j) {
   return slash != NULL ? (size_t)(slash + 1 - j->fullpath) : j->rel_off;
 }
 
-static int pdir_of(const pc__job_t *j) {
-  return j->pdir;
-}
-
 /* Opens the directory holding the file, below its root and, unless
  * --follow made symlinked directories part of the tree, through no
  * symlink: a directory swapped for a link since the walk must not send
@@ -165,7 +161,7 @@ static int spill(pc__job_t *j, struct fmt_state *s) {
     s->buf.len = 0;
     return 0;
   }
-  if (s->out.fd < 0 && (err = pc__out_open(&s->out, pdir_of(j), s->base)) != 0)
+  if (s->out.fd < 0 && (err = pc__out_open(&s->out, j->pdir, s->base)) != 0)
     return err;
   err = pc__out_write(&s->out, s->buf.data, s->buf.len);
   s->buf.len = 0;
@@ -385,7 +381,7 @@ static int copy_outputs(pc__job_t *j, struct fmt_state *fs,
     struct fmt_state *s = &fs[f];
     if (fds[f] < 0)
       continue;
-    if ((ret = pc__out_open(&s->out, pdir_of(j), s->base)) != 0) {
+    if ((ret = pc__out_open(&s->out, j->pdir, s->base)) != 0) {
       fail(j, ret, s->final);
       goto out;
     }
@@ -418,7 +414,7 @@ static int copy_fd(pc__job_t *j, struct fmt_state *s, int fd, uint64_t n) {
   if (buf == NULL)
     return -ENOMEM;
   if (s->out.fd < 0 &&
-      (err = pc__out_open(&s->out, pdir_of(j), s->base)) != 0) {
+      (err = pc__out_open(&s->out, j->pdir, s->base)) != 0) {
     fail(j, err, s->final);
     goto out;
   }
@@ -445,7 +441,7 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   struct stat ost;
   int exists, err;
 
-  exists = fstatat(pdir_of(j), s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
+  exists = fstatat(j->pdir, s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && errno != ENOENT) {
     fail(j, PC__ERRNO(), s->final);
     return j->err;
@@ -457,7 +453,7 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
     if (!exists || S_ISDIR(ost.st_mode))
       return 0;
     o->action = PC_ACT_REMOVE;
-    if (!j->cfg->dry_run && unlinkat(pdir_of(j), s->base, 0) != 0 &&
+    if (!j->cfg->dry_run && unlinkat(j->pdir, s->base, 0) != 0 &&
         errno != ENOENT) {
       fail(j, PC__ERRNO(), s->final);
       return j->err;

@@ -165,14 +165,15 @@ static int is_own_output(const char *name, size_t len, char **names,
   return hit;
 }
 
-/* 1 if the earlier manifest records this file with its current size and
- * mtime, and every output it recorded is there with its size and the
- * source's mtime (as we stamp it), and none it did not keep is there.
- * Costs a stat per output, never a read.
+/* The earlier manifest's record of this file when it holds the file's
+ * current size and mtime, every output it recorded is there with its size
+ * and the source's mtime (as we stamp it), and none it did not keep is
+ * there; else NULL. Costs a stat per output, never a read.
  */
-static int is_unchanged(const pc__run_t *r, uint32_t root, int dfd,
-                        const char *name, const char *rel,
-                        const struct stat *st) {
+static const pc__prev_rec_t *is_unchanged(const pc__run_t *r, uint32_t root,
+                                           int dfd, const char *name,
+                                           const char *rel,
+                                           const struct stat *st) {
   const pc__prev_rec_t *p = pc__prev_find(r->prev, root, rel);
   size_t len = strlen(name);
   char oname[NAME_MAX + 1];
@@ -181,7 +182,7 @@ static int is_unchanged(const pc__run_t *r, uint32_t root, int dfd,
   if (p == NULL || p->size != (uint64_t)st->st_size ||
       p->mtime_ns != (int64_t)st->st_mtim.tv_sec * 1000000000 +
                          st->st_mtim.tv_nsec)
-    return 0;
+    return NULL;
   for (f = 0; f < PC_NFORMATS; f++) {
     const char *ext = pc_format_ext((pc_format_t)f);
     struct stat ost;
@@ -189,7 +190,7 @@ static int is_unchanged(const pc__run_t *r, uint32_t root, int dfd,
     if (!(r->cfg.formats & PC_FMT_BIT(f)))
       continue;
     if (len + 1 + strlen(ext) > NAME_MAX)
-      return 0;
+      return NULL;
     memcpy(oname, name, len);
     oname[len] = '.';
     strcpy(oname + len + 1, ext);
@@ -199,12 +200,12 @@ static int is_unchanged(const pc__run_t *r, uint32_t root, int dfd,
           (uint64_t)ost.st_size != p->out[f].size ||
           ost.st_mtim.tv_sec != st->st_mtim.tv_sec ||
           ost.st_mtim.tv_nsec != st->st_mtim.tv_nsec)
-        return 0;
+        return NULL;
     } else if (there || errno != ENOENT) {
-      return 0;
+      return NULL;
     }
   }
-  return 1;
+  return p;
 }
 
 /* Looks at one entry of directory `dfd` (full name `dfull`, relative name
@@ -217,6 +218,7 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
   size_t len = strlen(name);
   char *full = pc__path_join(dfull, name);
   char *rel = pc__path_join(drel, name);
+  const pc__prev_rec_t *prev;
   struct stat st;
   int via_link = 0;
 
@@ -286,9 +288,8 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     pc__run_skip(r, root, rel, full, PC_SKIP_EMPTY, &st, 0);
   else if ((uint64_t)st.st_size < r->opts->min_size)
     pc__run_skip(r, root, rel, full, PC_SKIP_MIN_SIZE, &st, 0);
-  else if (is_unchanged(r, root, dfd, name, rel, &st))
-    pc__run_unchanged(r, root, rel, full,
-                      pc__prev_find(r->prev, root, rel));
+  else if ((prev = is_unchanged(r, root, dfd, name, rel, &st)) != NULL)
+    pc__run_unchanged(r, root, rel, full, prev);
   else {
     size_t rel_off = strlen(full) - strlen(rel);
     pc__job_t *j = pc__job_new(full, rel_off, root, r->roots[root].fd, &st,
