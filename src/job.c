@@ -64,15 +64,19 @@ pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
   j->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
   j->via_link = via_link;
   j->cfg = cfg;
+  j->pdir = -1;
+  j->weight = j->size;
   return j;
 }
 
 void pc__job_free(pc__job_t *j) {
-  if (j == NULL)
-    return;
-  free(j->fullpath);
-  free(j->err_path);
-  free(j);
+  while (j != NULL) {
+    pc__job_t *next = j->batch;
+    free(j->fullpath);
+    free(j->err_path);
+    free(j);
+    j = next;
+  }
 }
 
 /* Where the file's base name starts in fullpath. */
@@ -82,20 +86,21 @@ static size_t base_off(const pc__job_t *j) {
   return slash != NULL ? (size_t)(slash + 1 - j->fullpath) : j->rel_off;
 }
 
-/* Opens the directory holding the file, below its root and, unless
- * --follow made symlinked directories part of the tree, through no
+/* Opens the directory holding the file into *pdir, below its root and,
+ * unless --follow made symlinked directories part of the tree, through no
  * symlink: a directory swapped for a link since the walk must not send
  * reads or writes outside the tree. Every name the job uses is then
- * relative to it, which also lifts PATH_MAX from temp names.
+ * relative to it, which also lifts PATH_MAX from temp names. A file at the
+ * top of its root gets the root's own descriptor: not to be closed.
  */
-static int open_pdir(pc__job_t *j) {
+static int open_pdir(const pc__job_t *j, int *pdir) {
   const char *rel = j->fullpath + j->rel_off;
   const char *slash = strrchr(rel, '/');
   char *dir;
   int fd;
 
   if (slash == NULL) {
-    j->pdir = j->root_fd;
+    *pdir = j->root_fd;
     return 0;
   }
   if ((dir = malloc((size_t)(slash - rel) + 1)) == NULL)
@@ -116,7 +121,7 @@ static int open_pdir(pc__job_t *j) {
   free(dir);
   if (fd < 0)
     return errno == ELOOP || errno == EXDEV ? PC_ECHANGED : PC__ERRNO();
-  j->pdir = fd;
+  *pdir = fd;
   return 0;
 }
 
@@ -441,8 +446,14 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   struct stat ost;
   int exists, err;
 
-  exists = fstatat(j->pdir, s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
-  if (!exists && errno != ENOENT) {
+  /* The walk's listing of the directory lacked the name: it is taken as
+   * absent, which saves a failing lookup per output on a fresh tree. Should
+   * something create it since, the rename still replaces it atomically (or
+   * fails on a directory); only the action reported says "created".
+   */
+  exists = !(j->absent & PC_FMT_BIT(f)) &&
+           fstatat(j->pdir, s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!exists && !(j->absent & PC_FMT_BIT(f)) && errno != ENOENT) {
     fail(j, PC__ERRNO(), s->final);
     return j->err;
   }
@@ -544,7 +555,10 @@ static int try_copy(pc__job_t *j, int fd, const unsigned char *whole,
   return 1;
 }
 
-void pc__job_run(pc__job_t *j) {
+/* One file. j->pdir is its directory when the unit opened it for all its
+ * jobs, else -1: the job then opens (and closes) its own.
+ */
+static void job_run(pc__job_t *j) {
   struct fmt_state fs[PC_NFORMATS];
   struct stat after;
   int settled[PC_NFORMATS] = {0};
@@ -556,6 +570,7 @@ void pc__job_run(pc__job_t *j) {
    */
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
               (j->via_link ? 0 : O_NOFOLLOW);
+  int own_pdir = j->pdir < 0;
 
   memset(fs, 0, sizeof(fs));
   uint64_t h[2] = {0, 0};
@@ -566,8 +581,7 @@ void pc__job_run(pc__job_t *j) {
     fs[f].cache_fd = -1;
   }
 
-  j->pdir = -1;
-  if ((err = open_pdir(j)) != 0) {
+  if (own_pdir && (err = open_pdir(j, &j->pdir)) != 0) {
     fail(j, err, NULL);
     goto out;
   }
@@ -734,7 +748,28 @@ out:
     }
   }
   /* Last: the temp files above were removed relative to it. */
-  if (j->pdir >= 0 && j->pdir != j->root_fd)
+  if (own_pdir && j->pdir >= 0 && j->pdir != j->root_fd)
     close(j->pdir);
   j->pdir = -1;
+}
+
+void pc__job_run_unit(pc__job_t *head) {
+  pc__job_t *j;
+  int pdir = -1;
+
+  /* The unit's jobs share a directory: open it once. When that fails, each
+   * job tries on its own and reports its own error.
+   */
+  if (head->batch != NULL && open_pdir(head, &pdir) != 0)
+    pdir = -1;
+  for (j = head; j != NULL; j = j->batch) {
+    if (j != head && stopping(j)) {
+      j->err = PC_EINTERRUPTED;
+      continue;
+    }
+    j->pdir = pdir;
+    job_run(j);
+  }
+  if (pdir >= 0 && pdir != head->root_fd)
+    close(pdir);
 }

@@ -58,6 +58,15 @@ typedef struct pc__job {
   int copied;             /* outputs copied from an identical file */
   int cached;             /* every format's result came from the cache */
   struct pc__job *next;   /* loop thread: the list of parked jobs */
+
+  /* Small files of one directory travel as one unit: one pool hand-off and
+   * one directory open for the lot (pigz's lesson: per-item overhead, not
+   * the codec, bounds many small inputs). The head carries the unit.
+   */
+  struct pc__job *batch;  /* the next job of this unit, or NULL */
+  uint64_t weight;        /* the heap's key: the unit's total size */
+  unsigned absent;        /* formats whose output name the walk's listing
+                             lacked: no stat needed to create it */
 } pc__job_t;
 
 /* Allocates a job owning `fullpath` (freed with the job on failure too).
@@ -67,9 +76,13 @@ pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
                        int root_fd, const struct stat *st, int via_link,
                        const pc__cfg_t *cfg);
 
-/* Runs on a worker thread. */
-void pc__job_run(pc__job_t *j);
+/* Runs on a worker thread: the job and every job chained on it by `batch`
+ * (all in one directory), in order. A job not started because of a stop
+ * request gets err PC_EINTERRUPTED.
+ */
+void pc__job_run_unit(pc__job_t *head);
 
+/* Frees the job and the rest of its unit. */
 void pc__job_free(pc__job_t *j);
 
 #endif /* PC_JOB_H */

@@ -76,6 +76,11 @@ typedef struct pc__run {
   pc__job_t **heap;
   size_t nheap, capheap;
   unsigned in_flight, jobs;
+  /* Small files of the directory being walked, gathered into one unit. */
+  struct {
+    pc__job_t *head, *tail;
+    unsigned n;
+  } batch;
 
   /* Results. */
   pc__rec_t *recs; /* only with a manifest */
@@ -107,6 +112,8 @@ void pc__run_unchanged(pc__run_t *r, uint32_t root, char *rel,
                        const char *full, const pc__prev_rec_t *prev);
 /* A file to compress. Takes ownership of job. */
 void pc__run_push(pc__run_t *r, pc__job_t *job);
+/* Hands the gathered small files on as one unit (end of a directory). */
+void pc__run_flush(pc__run_t *r);
 /* An error about no one file (a directory that cannot be read). */
 void pc__run_error(pc__run_t *r, const char *path, int err);
 

@@ -165,6 +165,32 @@ static int is_own_output(const char *name, size_t len, char **names,
   return hit;
 }
 
+/* The enabled formats whose output name (NAME.ext) the directory's sorted
+ * listing lacks; none when there is no listing (a file PATH).
+ */
+static unsigned absent_outputs(const pc__run_t *r, const char *name,
+                               size_t len, char **names, size_t n) {
+  char key[NAME_MAX + 1], *kp = key;
+  unsigned absent = 0;
+  int f;
+
+  if (names == NULL)
+    return 0;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const char *ext = pc_format_ext((pc_format_t)f);
+    size_t el = strlen(ext);
+    /* A name too long to exist is left to the job's stat to report. */
+    if (!(r->cfg.formats & PC_FMT_BIT(f)) || len + 1 + el > NAME_MAX)
+      continue;
+    memcpy(key, name, len);
+    key[len] = '.';
+    memcpy(key + len + 1, ext, el + 1);
+    if (bsearch(&kp, names, n, sizeof(*names), cmp_names) == NULL)
+      absent |= PC_FMT_BIT(f);
+  }
+  return absent;
+}
+
 /* The earlier manifest's record of this file when it holds the file's
  * current size and mtime, every output it recorded is there with its size
  * and the source's mtime (as we stamp it), and none it did not keep is
@@ -173,7 +199,8 @@ static int is_own_output(const char *name, size_t len, char **names,
 static const pc__prev_rec_t *is_unchanged(const pc__run_t *r, uint32_t root,
                                            int dfd, const char *name,
                                            const char *rel,
-                                           const struct stat *st) {
+                                           const struct stat *st,
+                                           unsigned absent) {
   const pc__prev_rec_t *p = pc__prev_find(r->prev, root, rel);
   size_t len = strlen(name);
   char oname[NAME_MAX + 1];
@@ -189,6 +216,11 @@ static const pc__prev_rec_t *is_unchanged(const pc__run_t *r, uint32_t root,
     int there;
     if (!(r->cfg.formats & PC_FMT_BIT(f)))
       continue;
+    if (absent & PC_FMT_BIT(f)) { /* the listing says: not there */
+      if (p->out[f].state == PC_OUT_KEPT)
+        return NULL;
+      continue;
+    }
     if (len + 1 + strlen(ext) > NAME_MAX)
       return NULL;
     memcpy(oname, name, len);
@@ -288,17 +320,26 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     pc__run_skip(r, root, rel, full, PC_SKIP_EMPTY, &st, 0);
   else if ((uint64_t)st.st_size < r->opts->min_size)
     pc__run_skip(r, root, rel, full, PC_SKIP_MIN_SIZE, &st, 0);
-  else if ((prev = is_unchanged(r, root, dfd, name, rel, &st)) != NULL)
-    pc__run_unchanged(r, root, rel, full, prev);
   else {
-    size_t rel_off = strlen(full) - strlen(rel);
-    pc__job_t *j = pc__job_new(full, rel_off, root, r->roots[root].fd, &st,
-                               via_link, &r->cfg);
+    unsigned absent = absent_outputs(r, name, len, names, nnames);
+    size_t rel_off;
+    pc__job_t *j;
+    if (r->prev != NULL &&
+        (prev = is_unchanged(r, root, dfd, name, rel, &st, absent)) != NULL) {
+      pc__run_unchanged(r, root, rel, full, prev);
+      rel = NULL;
+      goto out;
+    }
+    rel_off = strlen(full) - strlen(rel);
+    j = pc__job_new(full, rel_off, root, r->roots[root].fd, &st, via_link,
+                    &r->cfg);
     full = NULL; /* the job owns it now, even when NULL came back */
-    if (j == NULL)
+    if (j == NULL) {
       r->fatal = -ENOMEM;
-    else
+    } else {
+      j->absent = absent;
       pc__run_push(r, j);
+    }
     goto out;
   }
   rel = NULL;

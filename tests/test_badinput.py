@@ -224,6 +224,30 @@ class Permissions(Nobody):
         self.assertSourcesUnchanged(snap, root)
         self.assertNoTemps(root)
 
+    def test_unreadable_files_among_many_small_ones_in_one_directory(self):
+        # Small files of a directory are run in units by one worker: a failure stays with its
+        # own file, the files before and after it in the unit are done.
+        root = self.path("site")
+        os.makedirs(os.path.join(root, "many"))
+        rels, bad = [], []
+        for i in range(200):
+            rel = os.path.join("many", "f%03d.js" % i)
+            write(os.path.join(root, rel), words_data(300 + 13 * i, seed=500 + i))
+            (bad if i % 23 == 5 else rels).append(rel)
+        make_world_accessible(root)
+        for rel in bad:
+            os.chmod(os.path.join(root, rel), 0)
+        snap = source_snapshot(root)
+        r = self.run_nobody(["-j", "2", root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertErrors(r, [(os.path.join(root, rel), "Permission denied") for rel in bad])
+        self.assertEqual(r.summary()["failed"], len(bad), r)
+        for rel in bad:
+            self.assertNoOutputs(os.path.join(root, rel))
+        self.assertProcessed(root, rels)
+        self.assertSourcesUnchanged(snap, root)
+        self.assertNoTemps(root)
+
     def test_unreadable_directory(self):
         root = self.path("site")
         os.makedirs(root)

@@ -305,6 +305,31 @@ class Duplicates(Base):
                 self.assertEqual(summary(r)["deduped"], 5 + 2)
                 self.assertTreeMatchesOracle(root, before, cls)
 
+    def test_many_small_copies_in_units_of_one_directory(self):
+        # Small files travel in units of one directory (one worker runs them in turn): a leader
+        # and its copies in one unit, in two units of one directory, and in other directories.
+        root = self.path("t")
+        bodies = [words_data(200 + 97 * i, seed=300 + i) for i in range(40)]
+        n = 0
+        for d in range(3):
+            for i in range(150):
+                body = bodies[(i * 7 + d) % len(bodies)] if i % 3 else words_data(300 + i * 11, seed=d * 1000 + i)
+                write(os.path.join(root, "d%d" % d, "f%03d.js" % i), body, 0o644 if i % 2 else 0o640,
+                      BASE_NS + n * 1_000_003)
+                n += 1
+        cls, groups, meta = self.prepare(root)
+        self.assertGreater(max(len(v) for v in groups.values()), 5)
+        before = walk_all(root)
+        for jobs in ("1", "2", "4"):
+            with self.subTest(jobs=jobs):
+                for rel in list(walk_all(root)):
+                    if rel.endswith((b".gz", b".br")):
+                        os.unlink(os.path.join(fsb(root), rel))
+                restore_times(root, meta)
+                r = run(["-v", "-j", jobs, root])
+                self.assertDedupedRun(root, r, cls, groups, meta)
+                self.assertTreeMatchesOracle(root, before, cls)
+
     def test_stale_outputs_of_copies_are_replaced_and_removed(self):
         root = self.build("t")
         # wrong bytes at a copy's output name, and an output for a ratio-skipped copy
