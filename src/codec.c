@@ -12,6 +12,7 @@
 
 #include <brotli/encode.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <string.h>
 #include <zlib.h>
@@ -50,6 +51,63 @@ struct pc__enc {
 #endif
   } u;
 };
+
+/* The allocator brotli and zstd are given: blocks from MEM_BIG up come
+ * straight from mmap() and go back with munmap().
+ *
+ * glibc's malloc maps large blocks too, but the first free() of one raises
+ * its mmap threshold to that block's size (up to 32 MiB): later blocks of
+ * that size come from the per-thread arenas and stay in the process after
+ * free(). brotli 10..11 takes about 20 bytes per input byte (its hash
+ * forest, ring buffer and optimal parser: 50 MiB for a 2.5 MB file); each
+ * worker's arena then kept tens of MiB it no longer used, and peak RSS at
+ * -j2 on bench's frontend corpus was 92 MiB instead of 62.
+ *
+ * Every block carries a 16-byte header (which keeps malloc's alignment):
+ * the mapping's length, or 0 for a malloc'd block.
+ */
+#define MEM_BIG ((size_t)1 << 20)
+#define MEM_HDR ((size_t)16)
+
+static void *mem_alloc(void *opaque, size_t n) {
+  unsigned char *p;
+  size_t len = 0;
+
+  (void)opaque;
+  if (n > SIZE_MAX - MEM_HDR - 4096)
+    return NULL;
+  if (n + MEM_HDR >= MEM_BIG) {
+    len = n + MEM_HDR;
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+             -1, 0);
+    if (p == MAP_FAILED) {
+      /* Under an address-space limit (ulimit -v) malloc may still have
+       * room in the arenas it reserved: use it.
+       */
+      len = 0;
+      p = NULL;
+    }
+  }
+  if (len == 0 && (p = malloc(n + MEM_HDR)) == NULL)
+    return NULL;
+  memcpy(p, &len, sizeof(len));
+  return p + MEM_HDR;
+}
+
+static void mem_free(void *opaque, void *q) {
+  unsigned char *p;
+  size_t len;
+
+  (void)opaque;
+  if (q == NULL)
+    return;
+  p = (unsigned char *)q - MEM_HDR;
+  memcpy(&len, p, sizeof(len));
+  if (len == 0)
+    free(p);
+  else
+    munmap(p, len);
+}
 
 /* Per-thread spares: one deflate state and one zstd context, kept by the
  * worker thread between files. A spare's level must match to be reused.
@@ -234,10 +292,46 @@ static int br_room(int level, uint64_t in_size) {
    */
   est = ((uint64_t)4 << 20) + 8 * nodes + 4 * (in_size < win ? in_size : win) +
         64 * (in_size < ((uint64_t)1 << 20) ? in_size : ((uint64_t)1 << 20));
-  if (est > SIZE_MAX || (p = malloc((size_t)est)) == NULL)
+  /* Through mem_alloc, as brotli's own blocks: a malloc'd trial block
+   * would raise malloc's mmap threshold (see mem_alloc).
+   */
+  if (est > SIZE_MAX || (p = mem_alloc(NULL, (size_t)est)) == NULL)
     return -ENOMEM;
-  free(p);
+  mem_free(NULL, p);
   return 0;
+}
+
+/* Peak memory of brotli 10..11 (lgwin 22) by input size: the process's
+ * peak RSS above an idle one, one file at a time, on bench's frontend
+ * files (minified and plain JavaScript, source maps, SVG; the largest of
+ * what was seen near each size, rounded up), KiB of input to MiB taken.
+ * Up to PC__WHOLE_MAX the input comes in one call and the hasher is sized
+ * to it; beyond, to the 4 MiB window, and the optimal parser grows with the
+ * metablock (up to 16 MiB).
+ */
+static const struct {
+  uint64_t in_kib, mib;
+} br_mem_table[] = {{0, 1},     {64, 4},     {256, 13},  {512, 17},
+                    {1024, 24}, {2048, 35},  {2560, 40}, {4096, 54},
+                    {8192, 68}, {16384, 72}};
+
+static uint64_t br_mem(int level, uint64_t in_size) {
+  size_t k, n = PC__ARRAY_SIZE(br_mem_table);
+  uint64_t kib = in_size >> 10;
+
+  if (level < 10) /* no optimal parser: the window and the hash tables */
+    return ((uint64_t)8 << 20) + (in_size < ((uint64_t)4 << 20)
+                                      ? in_size
+                                      : ((uint64_t)4 << 20));
+  if (kib >= br_mem_table[n - 1].in_kib)
+    return (br_mem_table[n - 1].mib + 4) << 20; /* a margin past the table */
+  for (k = 1; kib > br_mem_table[k].in_kib; k++)
+    ;
+  /* Linear between the two measured points around the size. */
+  return ((br_mem_table[k - 1].mib << 20) +
+          ((br_mem_table[k].mib - br_mem_table[k - 1].mib) << 20) *
+              (kib - br_mem_table[k - 1].in_kib) /
+              (br_mem_table[k].in_kib - br_mem_table[k - 1].in_kib));
 }
 
 static int br_init(pc__enc_t *e, int level, uint64_t in_size) {
@@ -247,7 +341,7 @@ static int br_init(pc__enc_t *e, int level, uint64_t in_size) {
 
   if ((err = br_room(level, in_size)) != 0)
     return err;
-  s = BrotliEncoderCreateInstance(NULL, NULL, NULL);
+  s = BrotliEncoderCreateInstance(mem_alloc, mem_free, NULL);
   if (s == NULL)
     return -ENOMEM;
   /* What brotli derives itself when the whole input comes in one call:
@@ -303,7 +397,9 @@ static int zst_init(pc__enc_t *e, int level, uint64_t in_size,
   ZSTD_compressionParameters cp;
 
   spare.zst = NULL;
-  if (c == NULL && (c = ZSTD_createCCtx()) == NULL)
+  if (c == NULL &&
+      (c = ZSTD_createCCtx_advanced(
+           (ZSTD_customMem){mem_alloc, mem_free, NULL})) == NULL)
     return -ENOMEM;
   /* Every parameter back to its default: the last file's must not leak. */
   ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
@@ -354,6 +450,35 @@ static int zst_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
   return 0;
 }
 #endif
+
+uint64_t pc__enc_mem(pc_format_t fmt, int level, pc_gzip_engine_t engine,
+                     uint64_t in_size) {
+  switch (fmt) {
+  case PC_GZ:
+    /* zlib: its window and hash chains. libdeflate and zopfli hold the
+     * whole input and their own tables (zopfli's grow with the input).
+     */
+    if (engine == PC_GZIP_ZLIB)
+      return (uint64_t)512 << 10;
+    return ((uint64_t)2 << 20) +
+           in_size * (engine == PC_GZIP_ZOPFLI ? 4 : 1);
+  case PC_BR:
+    return br_mem(level, in_size);
+#if PC_HAVE_ZSTD
+  case PC_ZST: {
+    ZSTD_compressionParameters cp = ZSTD_getCParams(level, in_size, 0);
+    uint64_t m;
+    if (cp.windowLog > ZSTD_MAX_WLOG)
+      cp.windowLog = ZSTD_MAX_WLOG;
+    m = ZSTD_estimateCCtxSize_usingCParams(cp);
+    /* Its own threads each take a job's buffers as well. */
+    return in_size >= PC__ZSTD_MT_MIN ? 3 * m : m;
+  }
+#endif
+  default:
+    return 0;
+  }
+}
 
 int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
                 pc_gzip_engine_t engine, uint64_t in_size, unsigned threads) {

@@ -19,6 +19,15 @@ typedef struct pc__enc pc__enc_t;
 int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
                 pc_gzip_engine_t engine, uint64_t in_size, unsigned threads);
 
+/* What an encoder of `fmt` at `level` takes at its peak, in bytes, for an
+ * input of `in_size` bytes: measured (brotli 10..11, whose hasher and
+ * optimal parser take 20-70 MiB per file beyond 1 MB) or from the codec's
+ * own estimate (zstd). The scheduler keeps the sum over large jobs in
+ * flight within a budget.
+ */
+uint64_t pc__enc_mem(pc_format_t fmt, int level, pc_gzip_engine_t engine,
+                     uint64_t in_size);
+
 /* zstd's multi-threaded mode gives the same bytes for any number of
  * workers from 1 up, but not the bytes of its single-threaded mode: which
  * mode a file gets depends on its size alone, never on -j.

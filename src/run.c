@@ -11,6 +11,7 @@
 #include "run.h"
 
 #include "cache.h"
+#include "codec.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -40,36 +41,64 @@
 #define BATCH_BYTES ((uint64_t)256 << 10)
 #define BATCH_FILES 64
 
-/* Heap of pending jobs, largest first. */
-static void heap_push(pc__run_t *r, pc__job_t *j) {
-  size_t i = r->nheap++;
+/* Units whose encoders take more than this wait for room in the memory
+ * budget: brotli 10..11 on files it streams, over 256 KiB (codec.c's
+ * table). Smaller ones only count against the number of jobs.
+ */
+#define MEM_SMALL ((uint64_t)14 << 20)
+/* The budget for big units in flight: MEM_BUDGET_MIN, or MEM_PER_BIG per
+ * job on more cores. At -j2 a 2.5 MB file at brotli 11 (40 MiB) then runs
+ * beside files up to 256 KiB, not beside another big one.
+ */
+#define MEM_BUDGET_MIN ((uint64_t)48 << 20)
+#define MEM_PER_BIG ((uint64_t)24 << 20)
+
+/* Max-heap of pending units, largest first. */
+static void heap_push(pc__heap_t *h, pc__job_t *j) {
+  size_t i = h->n++;
   while (i > 0) {
     size_t p = (i - 1) / 2;
-    if (r->heap[p]->weight >= j->weight)
+    if (h->v[p]->weight >= j->weight)
       break;
-    r->heap[i] = r->heap[p];
+    h->v[i] = h->v[p];
     i = p;
   }
-  r->heap[i] = j;
+  h->v[i] = j;
 }
 
-static pc__job_t *heap_pop(pc__run_t *r) {
-  pc__job_t *top = r->heap[0], *last = r->heap[--r->nheap];
-  size_t i = 0, n = r->nheap;
+static pc__job_t *heap_pop(pc__heap_t *h) {
+  pc__job_t *top = h->v[0], *last = h->v[--h->n];
+  size_t i = 0, n = h->n;
   for (;;) {
     size_t c = 2 * i + 1;
     if (c >= n)
       break;
-    if (c + 1 < n && r->heap[c + 1]->weight > r->heap[c]->weight)
+    if (c + 1 < n && h->v[c + 1]->weight > h->v[c]->weight)
       c++;
-    if (last->weight >= r->heap[c]->weight)
+    if (last->weight >= h->v[c]->weight)
       break;
-    r->heap[i] = r->heap[c];
+    h->v[i] = h->v[c];
     i = c;
   }
   if (n > 0)
-    r->heap[i] = last;
+    h->v[i] = last;
   return top;
+}
+
+static void heap_free(pc__heap_t *h) {
+  while (h->n > 0)
+    pc__job_free(h->v[--h->n]);
+}
+
+/* Peak memory of the job's encoders (codec.c's estimates). */
+static uint64_t job_mem(const pc__run_t *r, const pc__job_t *j) {
+  uint64_t m = 0;
+  int f;
+  for (f = 0; f < PC_NFORMATS; f++)
+    if (r->cfg.formats & PC_FMT_BIT(f))
+      m += pc__enc_mem((pc_format_t)f, r->cfg.level[f], r->cfg.gzip_engine,
+                       j->size);
+  return m;
 }
 
 static void progress(pc__run_t *r) {
@@ -200,22 +229,23 @@ void pc__run_error(pc__run_t *r, const char *path, int err) {
     r->opts->on_error(r->opts->data, path, err);
 }
 
-/* Into the heap, growing it; a job that does not fit is freed and the run
- * ends with ENOMEM.
+/* Into its heap, growing it; a unit that does not fit is freed and the
+ * run ends with ENOMEM.
  */
 static void requeue(pc__run_t *r, pc__job_t *j) {
-  if (r->nheap == r->capheap) {
-    size_t ncap = r->capheap ? r->capheap * 2 : 256;
-    pc__job_t **n = realloc(r->heap, ncap * sizeof(*n));
+  pc__heap_t *h = j->mem > MEM_SMALL ? &r->big : &r->small;
+  if (h->n == h->cap) {
+    size_t ncap = h->cap ? h->cap * 2 : 256;
+    pc__job_t **n = realloc(h->v, ncap * sizeof(*n));
     if (n == NULL) {
       pc__job_free(j);
       r->fatal = -ENOMEM;
       return;
     }
-    r->heap = n;
-    r->capheap = ncap;
+    h->v = n;
+    h->cap = ncap;
   }
-  heap_push(r, j);
+  heap_push(h, j);
 }
 
 /* 1 if the two jobs' files are in the same directory of the same root. */
@@ -239,6 +269,7 @@ void pc__run_flush(pc__run_t *r) {
 void pc__run_push(pc__run_t *r, pc__job_t *j) {
   j->run = r;
   j->weight = j->size;
+  j->mem = job_mem(r, j);
   r->progress.files_total++;
   r->progress.bytes_total += j->size;
   if (j->size > BATCH_FILE) {
@@ -252,6 +283,8 @@ void pc__run_push(pc__run_t *r, pc__job_t *j) {
   } else {
     r->batch.tail->batch = j;
     r->batch.head->weight += j->size;
+    if (r->batch.head->mem < j->mem)
+      r->batch.head->mem = j->mem;
   }
   r->batch.tail = j;
   if (++r->batch.n >= BATCH_FILES || r->batch.head->weight >= BATCH_BYTES)
@@ -324,6 +357,9 @@ static void after_work_cb(uv_work_t *req, int status) {
   pc__run_t *r = j->run;
 
   r->in_flight--;
+  if (j->big)
+    r->big_mem -= j->mem;
+  j->big = 0;
   while (j != NULL) {
     pc__job_t *next = j->batch;
     /* From here on each job stands alone (a parked one is requeued by
@@ -331,6 +367,7 @@ static void after_work_cb(uv_work_t *req, int status) {
      */
     j->batch = NULL;
     j->weight = j->size;
+    j->mem = job_mem(r, j);
     finish_job(r, j, status);
     j = next;
   }
@@ -339,12 +376,31 @@ static void after_work_cb(uv_work_t *req, int status) {
   maybe_finish(r);
 }
 
+/* Fills the pool: the larger of the two heaps' tops, a big unit only when
+ * it fits the memory budget beside the big ones in flight (or none is). A
+ * big unit that does not fit waits while small ones keep the cores busy;
+ * with none left, the pool runs short rather than exceed the budget.
+ */
 static void schedule(pc__run_t *r) {
-  while (!r->stopping && r->fatal == 0 && r->in_flight < r->jobs &&
-         r->nheap > 0) {
-    pc__job_t *j = heap_pop(r);
-    int err = uv_queue_work(&r->loop, &j->req, work_cb, after_work_cb);
+  while (!r->stopping && r->fatal == 0 && r->in_flight < r->jobs) {
+    pc__job_t *b = r->big.n > 0 ? r->big.v[0] : NULL;
+    pc__job_t *s = r->small.n > 0 ? r->small.v[0] : NULL, *j;
+    int fits = b != NULL &&
+               (r->big_mem == 0 || r->big_mem + b->mem <= r->mem_budget);
+    int err;
+    if (fits && (s == NULL || b->weight >= s->weight)) {
+      j = heap_pop(&r->big);
+      j->big = 1;
+      r->big_mem += j->mem;
+    } else if (s != NULL) {
+      j = heap_pop(&r->small);
+    } else {
+      break;
+    }
+    err = uv_queue_work(&r->loop, &j->req, work_cb, after_work_cb);
     if (err != 0) {
+      if (j->big)
+        r->big_mem -= j->mem;
       pc__job_free(j);
       r->fatal = err;
       return;
@@ -370,13 +426,13 @@ static void maybe_finish(pc__run_t *r) {
       uv_idle_stop(&r->idle);
       r->walk_done = 1;
     }
-    while (r->nheap > 0)
-      pc__job_free(r->heap[--r->nheap]);
+    heap_free(&r->small);
+    heap_free(&r->big);
     pc__job_free(r->batch.head);
     r->batch.head = r->batch.tail = NULL;
     r->batch.n = 0;
   }
-  if (r->walk_done && r->nheap == 0 && r->in_flight == 0)
+  if (r->walk_done && r->small.n == 0 && r->big.n == 0 && r->in_flight == 0)
     close_handles(r);
 }
 
@@ -390,7 +446,7 @@ static void on_idle(uv_idle_t *h) {
     progress(r);
   }
   /* A worker would idle: hand on what is gathered rather than wait. */
-  if (r->nheap == 0 && r->in_flight < r->jobs)
+  if (r->small.n == 0 && r->in_flight < r->jobs)
     pc__run_flush(r);
   schedule(r);
   maybe_finish(r);
@@ -461,10 +517,11 @@ static void free_run(pc__run_t *r) {
   size_t i;
 
   pc__walk_stop(r);
-  while (r->nheap > 0)
-    pc__job_free(r->heap[--r->nheap]);
+  heap_free(&r->small);
+  heap_free(&r->big);
   pc__job_free(r->batch.head);
-  free(r->heap);
+  free(r->small.v);
+  free(r->big.v);
   for (i = 0; i < r->nrecs; i++) {
     free(r->recs[i].path);
     free(r->recs[i].err_msg);
@@ -608,6 +665,8 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
       r->jobs = got / 2 > 0 ? got / 2 : 1;
   }
   r->cfg.jobs = r->jobs;
+  r->mem_budget = r->jobs * MEM_PER_BIG > MEM_BUDGET_MIN ? r->jobs * MEM_PER_BIG
+                                                         : MEM_BUDGET_MIN;
   if (opts->skip_ext != NULL) {
     r->skip_ext = opts->skip_ext;
     r->nskip_ext = opts->nskip_ext;

@@ -42,6 +42,12 @@ typedef struct pc__devino {
   ino_t ino;
 } pc__devino_t;
 
+/* A max-heap of units by weight. */
+typedef struct pc__heap {
+  pc__job_t **v;
+  size_t n, cap;
+} pc__heap_t;
+
 typedef struct pc__run {
   uv_loop_t loop;
   const pc_options_t *opts;
@@ -72,9 +78,13 @@ typedef struct pc__run {
   ino_t man_ino;
   int walk_done;
 
-  /* Schedule: a max-heap of jobs by size; at most `jobs` in the pool. */
-  pc__job_t **heap;
-  size_t nheap, capheap;
+  /* Schedule: units by size, largest first; at most `jobs` in the pool.
+   * Units whose encoders take more than run.c's MEM_SMALL wait in `big`
+   * and start only while the big ones in flight fit mem_budget together
+   * (one always may): brotli 11 takes up to 70 MiB for one file.
+   */
+  pc__heap_t small, big;
+  uint64_t big_mem, mem_budget;
   unsigned in_flight, jobs;
   /* Small files of the directory being walked, gathered into one unit. */
   struct {

@@ -107,5 +107,41 @@ class Streaming(PCTestCase):
         self.assertNoTemps(root)
 
 
+class Scheduling(PCTestCase):
+    """Files that brotli streams (over 256 KiB) take tens of MiB each at quality 11 and start only
+    while the memory budget holds them; small files of a directory run as one unit. Whatever
+    the order this gives, every output is the oracle's and the manifest is the same at any -j."""
+
+    def test_big_units_and_small_units_at_any_jobs(self):
+        root = self.path("sched")
+        files = {}
+        # Estimated at about 30, 26, 15 and 13 MiB (codec.c): at -j2 (budget 48 MiB) the second
+        # largest waits for the largest, the third fits beside it, the last is a small unit.
+        for i, size in enumerate((1536 * 1024 + 7, 1229 * 1024, 400 * 1024, 200 * 1024)):
+            files[os.path.join("big", "b%d.js" % i)] = words_data(size, seed=40 + i)
+        for d in range(3):
+            for i in range(70):
+                files[os.path.join("small%d" % d, "s%02d.css" % i)] = words_data(150 + 61 * i, seed=d * 100 + i)
+        for rel, data in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+            with open(os.path.join(root, rel), "wb") as f:
+                f.write(data)
+        cls = classify(root)
+        before = walk_all(root)
+        manifests = []
+        for jobs in ("1", "2", "7"):
+            with self.subTest(jobs=jobs):
+                for rel in list(walk_all(root)):
+                    if rel not in before:
+                        os.unlink(os.path.join(fsb(root), rel))
+                man = self.path("m%s.json" % jobs)
+                self.run_ok(["-q", "-j", jobs, "--manifest", man, root], timeout=300)
+                self.assertTreeMatchesOracle(root, before, cls, extra_ok=())
+                with open(man, "rb") as f:
+                    manifests.append(f.read())
+        self.assertEqual(manifests[0], manifests[1], "-j1 and -j2 manifests differ")
+        self.assertEqual(manifests[0], manifests[2], "-j1 and -j7 manifests differ")
+
+
 if __name__ == "__main__":
     main()
