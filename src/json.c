@@ -1,7 +1,13 @@
+/* The manifest's JSON: string writers (pc__json_*) and helpers for
+ * reading it back; the parsing itself is jansson's (see prev.c).
+ */
 #include "json.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int hexval(char c) {
   if (c >= '0' && c <= '9')
@@ -13,19 +19,41 @@ static int hexval(char c) {
   return -1;
 }
 
+/* 1 for the bytes a string holds as they are: 0x20..0x7f but '"', '\\'. */
+static const unsigned char plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20 '"' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x30 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x40 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50 '\\' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x60 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x70 */
+};
+
+int pc__unhexn(const char *h, size_t n, char *out) {
+  size_t i;
+
+  if (n % 2 != 0)
+    return -1;
+  for (i = 0; i < n / 2; i++) {
+    int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+    if (hi < 0 || lo < 0 || (hi | lo) == 0)
+      return -1;
+    out[i] = (char)(hi << 4 | lo);
+  }
+  return 0;
+}
+
 char *pc__unhex(const char *h) {
-  size_t n = strlen(h), i;
+  size_t n = strlen(h);
   char *s;
 
   if (n % 2 != 0 || (s = malloc(n / 2 + 1)) == NULL)
     return NULL;
-  for (i = 0; i < n / 2; i++) {
-    int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
-    if (hi < 0 || lo < 0 || (hi | lo) == 0) {
-      free(s);
-      return NULL;
-    }
-    s[i] = (char)(hi << 4 | lo);
+  if (pc__unhexn(h, n, s) != 0) {
+    free(s);
+    return NULL;
   }
   s[n / 2] = '\0';
   return s;
@@ -75,11 +103,14 @@ int pc__json_str(pc__buf_t *b, const char *str, size_t n, int *lossy) {
   b->data[b->len++] = '"';
   while (i < n) {
     unsigned char c = s[i];
-    size_t len;
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      if ((err = pc__buf_append(b, &s[i], 1)) != 0)
+    size_t len, j;
+    /* A run of bytes that stand for themselves, in one copy. */
+    for (j = i; j < n && plain[s[j]]; j++)
+      ;
+    if (j > i) {
+      if ((err = pc__buf_append(b, &s[i], j - i)) != 0)
         return err;
-      i++;
+      i = j;
       continue;
     }
     if (c < 0x80) {
@@ -140,4 +171,36 @@ int pc__json_hex(pc__buf_t *b, const char *str, size_t n) {
   }
   b->data[b->len++] = '"';
   return 0;
+}
+
+int pc__json_read_file(const char *path, pc__buf_t *b) {
+  struct stat st;
+  int fd, err = 0;
+
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    return PC__ERRNO();
+  /* The size is a hint only: the file may be a pipe, or grow. One byte
+   * more than it, so that the read() seeing the end needs no growing.
+   */
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      (err = pc__buf_reserve(b, (size_t)st.st_size + 1)) != 0)
+    goto out;
+  for (;;) {
+    ssize_t n;
+    if (b->cap - b->len < 4096 && (err = pc__buf_reserve(b, 65536)) != 0)
+      goto out;
+    n = read(fd, b->data + b->len, b->cap - b->len);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      err = PC__ERRNO();
+      goto out;
+    }
+    if (n == 0)
+      break;
+    b->len += (size_t)n;
+  }
+out:
+  close(fd);
+  return err;
 }

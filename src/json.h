@@ -1,4 +1,6 @@
-/* JSON string writing for the manifest (RFC 8259). */
+/* The manifest's JSON (RFC 8259): writing strings, and helpers for reading
+ * it back (the parsing itself is jansson's).
+ */
 #ifndef PC_JSON_H
 #define PC_JSON_H
 
@@ -18,7 +20,17 @@ int pc__json_hex(pc__buf_t *b, const char *s, size_t n);
  */
 char *pc__unhex(const char *h);
 
+/* The same for the n digits at h, into out (room for n / 2 bytes, no NUL
+ * added). 0, or -1 on the same grounds as pc__unhex.
+ */
+int pc__unhexn(const char *h, size_t n, char *out);
+
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
 size_t pc__utf8_len(const unsigned char *s, size_t n);
+
+/* Reads the whole file at `path` into b (appended). 0, or a negative errno
+ * code (from open(), read() or -ENOMEM).
+ */
+int pc__json_read_file(const char *path, pc__buf_t *b);
 
 #endif /* PC_JSON_H */

@@ -73,38 +73,85 @@ static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
   return err ? -ENOMEM : 0;
 }
 
+/* The writer appends text with these, no printf per field: a manifest of
+ * 100,000 lines is some ten fields each.
+ */
+static inline int put(pc__buf_t *b, const void *s, size_t n) {
+  if (b->cap - b->len < n)
+    return pc__buf_append(b, s, n); /* grows it */
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  return 0;
+}
+
+#define PUT(b, lit) put((b), (lit), sizeof(lit) - 1)
+
+static int put_str(pc__buf_t *b, const char *s) {
+  return put(b, s, strlen(s));
+}
+
+/* v in decimal, as "%llu" prints it. */
+static int put_u64(pc__buf_t *b, uint64_t v) {
+  char d[20], *p = d + sizeof(d);
+  do
+    *--p = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  return put(b, p, (size_t)(d + sizeof(d) - p));
+}
+
+/* v in decimal, as "%lld" prints it. */
+static int put_i64(pc__buf_t *b, int64_t v) {
+  if (v >= 0)
+    return put_u64(b, (uint64_t)v);
+  return PUT(b, "-") | put_u64(b, 0 - (uint64_t)v);
+}
+
 static int put_file(pc__buf_t *b, const pc__mdoc_t *r, const pc__rec_t *e) {
   size_t n = strlen(e->path);
   int lossy = 0, f, err = 0;
 
-  err |= pc__buf_puts(b, "    {");
-  if (r->nroots > 1)
-    err |= pc__buf_printf(b, "\"root\": %u, ", (unsigned)e->root);
-  err |= pc__buf_puts(b, "\"path\": ");
+  err |= PUT(b, "    {");
+  if (r->nroots > 1) {
+    err |= PUT(b, "\"root\": ");
+    err |= put_u64(b, e->root);
+    err |= PUT(b, ", ");
+  }
+  err |= PUT(b, "\"path\": ");
   err |= pc__json_str(b, e->path, n, &lossy);
   if (lossy) {
-    err |= pc__buf_puts(b, ", \"path_hex\": ");
+    err |= PUT(b, ", \"path_hex\": ");
     err |= pc__json_hex(b, e->path, n);
   }
-  err |= pc__buf_printf(b, ", \"size\": %llu", (unsigned long long)e->size);
-  if (e->mtime_ns != 0)
-    err |= pc__buf_printf(b, ", \"mtime_ns\": %lld", (long long)e->mtime_ns);
-  if (e->skip != PC_SKIP_NONE)
-    err |= pc__buf_printf(b, ", \"skipped\": \"%s\"", pc_skip_name(e->skip));
+  err |= PUT(b, ", \"size\": ");
+  err |= put_u64(b, e->size);
+  if (e->mtime_ns != 0) {
+    err |= PUT(b, ", \"mtime_ns\": ");
+    err |= put_i64(b, e->mtime_ns);
+  }
+  if (e->skip != PC_SKIP_NONE) {
+    err |= PUT(b, ", \"skipped\": \"");
+    err |= put_str(b, pc_skip_name(e->skip));
+    err |= PUT(b, "\"");
+  }
   for (f = 0; f < PC_NFORMATS; f++) {
-    const char *ext = pc_format_ext((pc_format_t)f);
-    if (e->out[f].state == PC_OUT_KEPT)
-      err |= pc__buf_printf(b, ", \"%s\": {\"size\": %llu}", ext,
-                            (unsigned long long)e->out[f].size);
-    else if (e->out[f].state == PC_OUT_RATIO)
-      err |= pc__buf_printf(b, ", \"%s\": {\"skipped\": \"ratio\"}", ext);
+    if (e->out[f].state != PC_OUT_KEPT && e->out[f].state != PC_OUT_RATIO)
+      continue;
+    err |= PUT(b, ", \"");
+    err |= put_str(b, pc_format_ext((pc_format_t)f));
+    if (e->out[f].state == PC_OUT_KEPT) {
+      err |= PUT(b, "\": {\"size\": ");
+      err |= put_u64(b, e->out[f].size);
+      err |= PUT(b, "}");
+    } else {
+      err |= PUT(b, "\": {\"skipped\": \"ratio\"}");
+    }
   }
   if (e->err != 0) {
     const char *msg = e->err_msg != NULL ? e->err_msg : pc_strerror(e->err);
-    err |= pc__buf_puts(b, ", \"error\": ");
+    err |= PUT(b, ", \"error\": ");
     err |= pc__json_str(b, msg, strlen(msg), NULL);
   }
-  err |= pc__buf_puts(b, "}");
+  err |= PUT(b, "}");
   return err ? -ENOMEM : 0;
 }
 
@@ -141,6 +188,13 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
   return err ? -ENOMEM : 0;
 }
 
+/* The text goes to the temp file in blocks of about this size, so the
+ * buffer stays small whatever the number of lines. The final name is only
+ * ever renamed over once all of it is written (and synced, with --fsync);
+ * on any failure the temp is removed and the old manifest stands.
+ */
+#define BLOCK (512u << 10)
+
 int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
   pc__buf_t b = {0};
   pc__out_t out = PC__OUT_INIT;
@@ -151,6 +205,9 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
 
   if (r->nrecs > 1)
     qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
+  if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0 ||
+      (err = pc__out_open(&out, AT_FDCWD, path)) != 0)
+    goto out;
   err |= pc__buf_puts(&b, "{\n  \"precompress\": 1,\n");
   if (r->incomplete)
     err |= pc__buf_puts(&b, "  \"incomplete\": true,\n");
@@ -167,10 +224,15 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
     err |= pc__buf_puts(&b, "],\n");
   }
   err |= pc__buf_puts(&b, "  \"files\": [\n");
-  for (i = 0; i < r->nrecs; i++) {
+  for (i = 0; i < r->nrecs && err == 0; i++) {
     if (put_file(&b, r, &r->recs[i]) != 0)
       err = -ENOMEM;
     err |= pc__buf_puts(&b, i + 1 < r->nrecs ? ",\n" : "\n");
+    if (err == 0 && b.len >= BLOCK) {
+      if ((err = pc__out_write(&out, b.data, b.len)) != 0)
+        goto out;
+      b.len = 0;
+    }
   }
   err |= pc__buf_puts(&b, "  ],\n");
   if (put_totals(&b, r) != 0)
@@ -188,8 +250,7 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
   st.st_mode = 0666 & ~mask;
   st.st_atim.tv_nsec = UTIME_NOW;
   st.st_mtim.tv_nsec = UTIME_NOW;
-  if ((err = pc__out_open(&out, AT_FDCWD, path)) != 0 ||
-      (err = pc__out_write(&out, b.data, b.len)) != 0 ||
+  if ((err = pc__out_write(&out, b.data, b.len)) != 0 ||
       (err = pc__out_commit(&out, path, &st, sync)) != 0)
     goto out;
 out:

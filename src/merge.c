@@ -152,6 +152,7 @@ static int cmp_rec(const void *a, const void *b) {
 int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
                        size_t *bad) {
   json_t **docs = calloc(nin ? nin : 1, sizeof(*docs));
+  pc__buf_t text = {0};
   char **labels = NULL;
   pc__mdoc_t d;
   size_t i, k, total = 0, at = 0;
@@ -171,11 +172,13 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
     json_t *files, *roots;
     if (bad != NULL)
       *bad = i;
-    if ((docs[i] = json_load_file(in[i], 0, &jerr)) == NULL) {
-      FILE *f = fopen(in[i], "re");
-      err = f == NULL ? PC__ERRNO() : PC_EBADMANIFEST;
-      if (f != NULL)
-        fclose(f);
+    /* Read in one go: jansson reading a file itself takes a getc() a byte. */
+    text.len = 0;
+    if ((err = pc__json_read_file(in[i], &text)) != 0)
+      goto out;
+    if ((docs[i] = json_loadb((const char *)text.data, text.len, 0, &jerr)) ==
+        NULL) {
+      err = PC_EBADMANIFEST;
       goto out;
     }
     files = json_object_get(docs[i], "files");
@@ -265,5 +268,6 @@ out:
   for (i = 0; i < nin; i++)
     json_decref(docs[i]);
   free(docs);
+  pc__buf_free(&text);
   return err;
 }

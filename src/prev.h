@@ -18,7 +18,8 @@ typedef struct pc__prev_rec {
  * none, or when it was written with other formats, levels or ratio: its
  * records then say nothing about what this run would write. Records of
  * roots other than `labels` are ignored. A manifest that cannot be parsed is
- * an error (PC_EBADMANIFEST), never silently trusted in part.
+ * an error (PC_EBADMANIFEST), never silently trusted in part; one that
+ * cannot be opened or read, the negative errno.
  */
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
                   const int *level, pc_gzip_engine_t engine,

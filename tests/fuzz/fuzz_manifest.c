@@ -1,4 +1,6 @@
-/* libFuzzer target: the earlier-manifest reader (src/prev.c).
+/* libFuzzer target: the earlier-manifest reader (src/prev.c: a framing
+ * layer over the top-level object and the "files" array, each key, value
+ * and line of which jansson parses on its own).
  *
  * The input is written to a memfd and read back through /proc/self/fd/N by
  * pc__prev_load(), with this run's settings as the program's defaults:
@@ -12,11 +14,28 @@
  *  - input that is not JSON at all is PC_EBADMANIFEST (never trusted in
  *    part);
  *  - a record found has, per enabled format, KEPT with a size above 0 or
- *    RATIO, and OFF for every other format.
+ *    RATIO, and OFF for every other format;
+ *  - against a reference, the reader as it was before (a jansson document
+ *    of the whole input, flags 0, read the same way): the same status, a
+ *    table exactly when it has one, and for every name looked up under
+ *    every root, the same record or none. So the framing layer accepts
+ *    exactly what jansson does but for the two edges below, and each line
+ *    is read as json_object_get() saw it (a key given twice counts by its
+ *    last value), a top-level key given twice by its last value wherever
+ *    it is.
+ * The two edges, where the reference is adjusted to what is now true:
+ *  - a NUL byte anywhere: refused (see LLVMFuzzerTestOneInput());
+ *  - nesting: jansson's limit (2048 values deep) counts from each value it
+ *    is given, so the reader takes a top-level value one level, and a line
+ *    of "files" two levels, deeper than a whole-document parse does. Where
+ *    the reference stopped at that limit (json_error_stack_overflow), only
+ *    the checks that need no reference are made: the reader may take the
+ *    input or refuse it.
  */
 #include "prev.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,18 +55,7 @@ static void check(int cond) {
 static int fd = -1;
 static char fd_path[64];
 
-static void check_rec(const pc__prev_rec_t *r, unsigned formats) {
-  int f;
-  if (r == NULL)
-    return;
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (formats & PC_FMT_BIT(f))
-      check((r->out[f].state == PC_OUT_KEPT && r->out[f].size > 0) ||
-            r->out[f].state == PC_OUT_RATIO);
-    else
-      check(r->out[f].state == PC_OUT_OFF);
-  }
-}
+static const int level[PC_NFORMATS] = {9, 11, 19};
 
 static int hexval(char c) {
   if (c >= '0' && c <= '9')
@@ -59,8 +67,201 @@ static int hexval(char c) {
   return -1;
 }
 
+/* pc__unhex() as it was: NULL for an odd length, a digit that is not hex
+ * or a NUL byte.
+ */
+static char *ref_unhex(const char *h) {
+  size_t n = strlen(h), i;
+  char *s;
+
+  if (n % 2 != 0 || (s = malloc(n / 2 + 1)) == NULL)
+    return NULL;
+  for (i = 0; i < n / 2; i++) {
+    int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+    if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+      free(s);
+      return NULL;
+    }
+    s[i] = (char)(hi << 4 | lo);
+  }
+  s[n / 2] = '\0';
+  return s;
+}
+
+/* The reference: pc__prev_load() as it was, on a jansson document. */
+typedef struct ref {
+  int err;        /* what pc__prev_load() must return */
+  int has_table;  /* whether *out must be a table */
+  json_t *files;
+  uint32_t *map;  /* manifest root index -> ours, or UINT32_MAX */
+  size_t nmap;
+  unsigned formats;
+  int unknown;    /* no reference: it stopped at its depth limit */
+} ref_t;
+
+static int ref_same_options(json_t *opt, unsigned formats) {
+  static const char *const level_key[PC_NFORMATS] = {
+      "gzip_level", "brotli_quality", "zstd_level"};
+  json_t *fl = json_object_get(opt, "formats"), *v;
+  unsigned seen = 0;
+  size_t i;
+  int f;
+
+  if (!json_is_array(fl))
+    return 0;
+  json_array_foreach(fl, i, v) {
+    const char *s = json_string_value(v);
+    for (f = 0; s != NULL && f < PC_NFORMATS; f++)
+      if (strcmp(s, pc_format_ext((pc_format_t)f)) == 0)
+        seen |= PC_FMT_BIT(f);
+  }
+  if (seen != formats)
+    return 0;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    if (!(formats & PC_FMT_BIT(f)))
+      continue;
+    v = json_object_get(opt, level_key[f]);
+    if (!json_is_integer(v) || json_integer_value(v) != level[f])
+      return 0;
+  }
+  if (formats & PC_FMT_BIT(PC_GZ)) {
+    const char *e = json_string_value(json_object_get(opt, "gzip_engine"));
+    if (strcmp(e != NULL ? e : "zlib", "zlib") != 0)
+      return 0;
+  }
+  v = json_object_get(opt, "max_ratio");
+  return json_is_number(v) && fabs(json_number_value(v) - 0.95) < 1e-12;
+}
+
+static void ref_load(ref_t *ref, json_t *doc, unsigned formats,
+                     char *const *labels, uint32_t nlabels) {
+  json_t *roots;
+  size_t i, k;
+
+  memset(ref, 0, sizeof(*ref));
+  ref->formats = formats;
+  ref->files = json_object_get(doc, "files");
+  if (doc == NULL || !json_is_object(doc) ||
+      json_integer_value(json_object_get(doc, "precompress")) != 1 ||
+      !json_is_array(ref->files)) {
+    ref->err = PC_EBADMANIFEST;
+    return;
+  }
+  if (!ref_same_options(json_object_get(doc, "options"), formats))
+    return;
+  ref->has_table = 1;
+  roots = json_object_get(doc, "roots");
+  ref->nmap = json_is_array(roots) ? json_array_size(roots) : 1;
+  ref->map = malloc((ref->nmap ? ref->nmap : 1) * sizeof(*ref->map));
+  if (ref->map == NULL)
+    abort();
+  for (i = 0; i < ref->nmap; i++) {
+    const char *l = json_is_array(roots)
+                        ? json_string_value(json_array_get(roots, i))
+                        : NULL;
+    ref->map[i] = UINT32_MAX;
+    if (!json_is_array(roots)) {
+      if (nlabels == 1)
+        ref->map[i] = 0;
+      continue;
+    }
+    for (k = 0; l != NULL && k < nlabels; k++)
+      if (strcmp(l, labels[k]) == 0)
+        ref->map[i] = (uint32_t)k;
+  }
+}
+
+static int ref_line(json_t *fe, unsigned formats, pc__prev_rec_t *rec) {
+  json_t *size = json_object_get(fe, "size");
+  json_t *mtime = json_object_get(fe, "mtime_ns");
+  int f;
+
+  memset(rec, 0, sizeof(*rec));
+  if (json_object_get(fe, "error") != NULL ||
+      json_object_get(fe, "skipped") != NULL || !json_is_integer(size) ||
+      !json_is_integer(mtime) || json_integer_value(size) < 0)
+    return -1;
+  rec->size = (uint64_t)json_integer_value(size);
+  rec->mtime_ns = (int64_t)json_integer_value(mtime);
+  for (f = 0; f < PC_NFORMATS; f++) {
+    json_t *o, *osz;
+    if (!(formats & PC_FMT_BIT(f)))
+      continue;
+    o = json_object_get(fe, pc_format_ext((pc_format_t)f));
+    if (!json_is_object(o))
+      return -1;
+    osz = json_object_get(o, "size");
+    if (json_is_integer(osz) && json_integer_value(osz) > 0) {
+      rec->out[f].state = PC_OUT_KEPT;
+      rec->out[f].size = (uint64_t)json_integer_value(osz);
+    } else if (json_is_string(json_object_get(o, "skipped"))) {
+      rec->out[f].state = PC_OUT_RATIO;
+    } else {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The first usable line for (root, path), as the old table kept it. */
+static int ref_find(const ref_t *ref, uint32_t root, const char *path,
+                    pc__prev_rec_t *out) {
+  json_t *fe;
+  size_t i;
+
+  json_array_foreach(ref->files, i, fe) {
+    json_t *jr = json_object_get(fe, "root");
+    json_int_t ri = json_is_integer(jr) ? json_integer_value(jr) : 0;
+    const char *fp = json_string_value(json_object_get(fe, "path"));
+    const char *hex = json_string_value(json_object_get(fe, "path_hex"));
+    char *raw = NULL;
+    int hit;
+    if (fp == NULL || ri < 0 || (size_t)ri >= ref->nmap ||
+        ref->map[ri] == UINT32_MAX || ref->map[ri] != root)
+      continue;
+    if (ref_line(fe, ref->formats, out) != 0)
+      continue;
+    if (hex != NULL && (raw = ref_unhex(hex)) == NULL)
+      continue;
+    hit = strcmp(raw != NULL ? raw : fp, path) == 0;
+    free(raw);
+    if (hit)
+      return 1;
+  }
+  return 0;
+}
+
+static void check_rec(const pc__prev_t *p, const ref_t *ref, uint32_t root,
+                      const char *path) {
+  const pc__prev_rec_t *r = pc__prev_find(p, root, path);
+  pc__prev_rec_t want;
+  int f;
+
+  if (r != NULL) {
+    for (f = 0; f < PC_NFORMATS; f++) {
+      if (ref->formats & PC_FMT_BIT(f))
+        check((r->out[f].state == PC_OUT_KEPT && r->out[f].size > 0) ||
+              r->out[f].state == PC_OUT_RATIO);
+      else
+        check(r->out[f].state == PC_OUT_OFF);
+    }
+  }
+  if (p == NULL || ref->unknown)
+    return; /* an error, or options not this run's: checked by the caller */
+  if (!ref_find(ref, root, path, &want)) {
+    check(r == NULL);
+    return;
+  }
+  check(r != NULL);
+  check(r->size == want.size && r->mtime_ns == want.mtime_ns);
+  for (f = 0; f < PC_NFORMATS; f++)
+    check(r->out[f].state == want.out[f].state &&
+          r->out[f].action == want.out[f].action &&
+          r->out[f].size == want.out[f].size);
+}
+
 /* Looks up names the input itself mentions, so lookups also hit. */
-static void find_listed(const pc__prev_t *p, json_t *doc, unsigned formats,
+static void find_listed(const pc__prev_t *p, const ref_t *ref, json_t *doc,
                         uint32_t nroots) {
   json_t *files = json_object_get(doc, "files"), *fe;
   size_t i;
@@ -73,7 +274,7 @@ static void find_listed(const pc__prev_t *p, json_t *doc, unsigned formats,
       break;
     for (r = 0; r < nroots; r++) {
       if (path != NULL)
-        check_rec(pc__prev_find(p, r, path), formats);
+        check_rec(p, ref, r, path);
       if (hex != NULL) {
         size_t n = strlen(hex) / 2, k;
         char *raw = malloc(n + 1);
@@ -86,19 +287,22 @@ static void find_listed(const pc__prev_t *p, json_t *doc, unsigned formats,
           raw[k] = (char)(hi << 4 | lo);
         }
         raw[k] = '\0';
-        check_rec(pc__prev_find(p, r, raw), formats);
+        check_rec(p, ref, r, raw);
         free(raw);
       }
     }
   }
 }
 
-static void load(json_t *doc, unsigned formats, char *const *labels,
-                 uint32_t nlabels) {
-  static const int level[PC_NFORMATS] = {9, 11, 19};
+/* doc: the reference's parse, NULL if it refused the input; deep: it
+ * refused it only for jansson's depth limit (see the top).
+ */
+static void load(json_t *doc, int deep, unsigned formats,
+                 char *const *labels, uint32_t nlabels) {
   static const char *const names[] = {"index.html", "css/site.css",
                                       "js/app.js", "", "robots.txt"};
   pc__prev_t *p = (pc__prev_t *)&p; /* must be overwritten */
+  ref_t ref;
   size_t i;
   uint32_t r;
   int err;
@@ -108,22 +312,30 @@ static void load(json_t *doc, unsigned formats, char *const *labels,
   check(err == 0 || err == PC_EBADMANIFEST || err == -ENOMEM);
   if (err != 0)
     check(p == NULL);
-  if (doc == NULL)
+  if (doc == NULL && !deep)
     check(err == PC_EBADMANIFEST);
+  ref_load(&ref, doc, formats, labels, nlabels);
+  ref.unknown = deep;
+  if (err != -ENOMEM && !deep) {
+    check(err == ref.err);
+    check((p != NULL) == ref.has_table);
+  }
   for (r = 0; r < nlabels + 1; r++)
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-      check_rec(pc__prev_find(p, r, names[i]), formats);
+      check_rec(p, &ref, r, names[i]);
   if (doc != NULL)
-    find_listed(p, doc, formats, nlabels + 1);
+    find_listed(p, &ref, doc, nlabels + 1);
   pc__prev_free(p);
+  free(ref.map);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static char site[] = "site", other[] = "other";
   char *one[] = {site}, *two[] = {other, site};
-  json_t *doc;
+  json_t *doc = NULL;
   json_error_t jerr;
   size_t done = 0;
+  int deep = 0;
 
   if (fd < 0) {
     fd = memfd_create("fuzz_manifest", MFD_CLOEXEC);
@@ -137,12 +349,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     done += (size_t)w;
   }
 
-  /* The same parse as pc__prev_load's json_load_file (flags 0). */
-  doc = json_loadb((const char *)data, size, 0, &jerr);
+  /* The reference's parse: what json_load_file(path, 0) gave, but for
+   * one quirk. jansson drops a NUL byte that comes right after a number or
+   * a word (its stream_unget() of a 0 reads as an empty buffer), so it
+   * takes "5\0," for "5,", and the position it then reports for the
+   * value leaves the NUL out. The reader finds where each value ends by
+   * that position, so it refuses any NUL byte up front (RFC 8259 has none
+   * anywhere): for the reference, such input is not JSON either.
+   */
+  if (memchr(data, 0, size) == NULL) {
+    doc = json_loadb((const char *)data, size, 0, &jerr);
+#if JANSSON_VERSION_HEX >= 0x020b00
+    deep = doc == NULL && json_error_code(&jerr) == json_error_stack_overflow;
+#else
+    deep = doc == NULL && strstr(jerr.text, "maximum parsing depth") != NULL;
+#endif
+  }
 
-  load(doc, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1);
-  load(doc, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR) | PC_FMT_BIT(PC_ZST), two,
-       2);
+  load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1);
+  load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR) | PC_FMT_BIT(PC_ZST),
+       two, 2);
   json_decref(doc);
   return 0;
 }
