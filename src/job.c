@@ -17,6 +17,7 @@
 #include "codec.h"
 #include "dedup.h"
 #include "out.h"
+#include "prev.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -555,6 +556,126 @@ static int try_copy(pc__job_t *j, int fd, const unsigned char *whole,
   return 1;
 }
 
+int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
+                        const char *name, const struct stat *st,
+                        unsigned absent) {
+  size_t len = strlen(name);
+  char oname[NAME_MAX + 1];
+  int f;
+
+  if (p->size != (uint64_t)st->st_size ||
+      p->mtime_ns !=
+          (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec)
+    return 0;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const char *ext = pc_format_ext((pc_format_t)f);
+    struct stat ost;
+    int there;
+    if (!(formats & PC_FMT_BIT(f)))
+      continue;
+    if (absent & PC_FMT_BIT(f)) {
+      if (p->out[f].state == PC_OUT_KEPT)
+        return 0;
+      continue;
+    }
+    if (len + 1 + strlen(ext) > NAME_MAX)
+      return 0;
+    memcpy(oname, name, len);
+    oname[len] = '.';
+    strcpy(oname + len + 1, ext);
+    there = fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0;
+    if (p->out[f].state == PC_OUT_KEPT) {
+      if (!there || !S_ISREG(ost.st_mode) ||
+          (uint64_t)ost.st_size != p->out[f].size ||
+          ost.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+          ost.st_mtim.tv_nsec != st->st_mtim.tv_nsec)
+        return 0;
+    } else if (there || errno != ENOENT) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The walk's part for a file it handed on unstat'ed (j->prev): 1 when that
+ * settles it (j->outcome, or an error), 0 to compress it now. The walk saw
+ * a regular file in the listing; anything else here was swapped in since.
+ */
+static int check_prev(pc__job_t *j) {
+  const char *base = j->fullpath + base_off(j);
+  const pc__cfg_t *c = j->cfg;
+  struct stat st;
+
+  if (fstatat(j->pdir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) /* gone since the listing */
+      j->outcome = PC__CHECK_GONE;
+    else
+      fail(j, PC__ERRNO(), NULL);
+    return 1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    fail(j, PC_ENOTREG, NULL);
+    return 1;
+  }
+  if (c->man_known && st.st_dev == c->man_dev && st.st_ino == c->man_ino) {
+    j->outcome = PC__CHECK_GONE; /* the manifest itself: never an input */
+    return 1;
+  }
+  j->st = st;
+  j->stat_ok = 1;
+  j->size = (uint64_t)st.st_size;
+  j->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
+    j->skip = st.st_size == 0 ? PC_SKIP_EMPTY : PC_SKIP_MIN_SIZE;
+    return 0; /* its old outputs are stale now: job_run removes them */
+  }
+  if (pc__outputs_current(c->formats, j->prev, j->pdir, base, &st,
+                          j->absent)) {
+    j->outcome = PC__CHECK_SAME;
+    return 1;
+  }
+  /* Scheduled by its recorded size: a new one may belong elsewhere (its
+   * own unit, or the memory budget's).
+   */
+  if (j->size != j->prev->size) {
+    j->outcome = PC__CHECK_RESIZED;
+    return 1;
+  }
+  return 0;
+}
+
+/* A file that gets no output now (empty, or under --min-size; j->skip):
+ * outputs made while it had other content no longer match it and are
+ * removed, as settle() removes an output not kept (DESIGN 2.3: a server
+ * must never serve an old body for a new file).
+ */
+static void remove_stale(pc__job_t *j) {
+  size_t n = strlen(j->fullpath);
+  struct fmt_state s;
+  int f, err;
+
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const char *ext = pc_format_ext((pc_format_t)f);
+    if (!(j->cfg->formats & PC_FMT_BIT(f)) || (j->absent & PC_FMT_BIT(f)))
+      continue;
+    memset(&s, 0, sizeof(s));
+    s.out = (pc__out_t)PC__OUT_INIT;
+    s.cache_fd = -1;
+    if ((s.final = malloc(n + 1 + strlen(ext) + 1)) == NULL) {
+      fail(j, -ENOMEM, NULL);
+      return;
+    }
+    memcpy(s.final, j->fullpath, n);
+    s.final[n] = '.';
+    strcpy(s.final + n + 1, ext);
+    s.base = s.final + base_off(j);
+    err = settle(j, f, &s);
+    free(s.final);
+    if (err != 0)
+      return;
+  }
+}
+
 /* One file. j->pdir is its directory when the unit opened it for all its
  * jobs, else -1: the job then opens (and closes) its own.
  */
@@ -583,6 +704,15 @@ static void job_run(pc__job_t *j) {
 
   if (own_pdir && (err = open_pdir(j, &j->pdir)) != 0) {
     fail(j, err, NULL);
+    goto out;
+  }
+  if (j->prev != NULL && j->outcome == PC__CHECK_NONE && !j->checked) {
+    j->checked = 1;
+    if (check_prev(j))
+      goto out;
+  }
+  if (j->skip != PC_SKIP_NONE) {
+    remove_stale(j);
     goto out;
   }
   fd = openat(j->pdir, j->fullpath + base_off(j), flags);

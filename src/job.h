@@ -21,6 +21,10 @@ typedef struct pc__cfg {
   int dry_run;
   int follow;      /* --follow: symlinked directories are part of the tree */
   int fsync;       /* --fsync: outputs durable before and after rename */
+  uint64_t min_size; /* --min-size: smaller files are skipped */
+  int man_known;   /* the manifest exists: never an input (dev, ino) */
+  dev_t man_dev;
+  ino_t man_ino;
   unsigned jobs;   /* threads for zstd's own multi-threading of big files */
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
   struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */
@@ -70,7 +74,37 @@ typedef struct pc__job {
   int big;                /* in flight, counted in the run's big_mem */
   unsigned absent;        /* formats whose output name the walk's listing
                              lacked: no stat needed to create it */
+
+  /* A file the earlier manifest records, handed on by the walk without a
+   * stat: the worker stats it and its outputs first and compresses only
+   * when it changed (the walk's share of an incremental run is then the
+   * listing; the stats, one per file and one per output, run on every
+   * core). `outcome` says what the check found when it was not that.
+   */
+  const struct pc__prev_rec *prev; /* read-only, the run's */
+  int outcome;            /* PC__CHECK_* */
+  int checked;            /* the check ran (a job run again skips it) */
+  pc_skip_t skip;         /* empty or under --min-size (by the walk or the
+                             check): no output, only stale ones removed */
 } pc__job_t;
+
+enum {
+  PC__CHECK_NONE = 0, /* compressed (or failed) as any job */
+  PC__CHECK_GONE,     /* no longer there, or the manifest: no record */
+  PC__CHECK_SAME,     /* unchanged per the earlier manifest */
+  PC__CHECK_RESIZED   /* changed size: to be scheduled by its new one */
+};
+
+/* 1 when `p`, the earlier manifest's record of the file named `name` in
+ * directory `dfd` and statted as *st, still holds: the same size and mtime,
+ * every output it kept there with its recorded size and the source's mtime
+ * (as we stamp it), none it did not keep there (`absent`: formats whose
+ * output the directory's listing lacks, not stat'ed). A stat per output,
+ * never a read.
+ */
+int pc__outputs_current(unsigned formats, const struct pc__prev_rec *p,
+                        int dfd, const char *name, const struct stat *st,
+                        unsigned absent);
 
 /* Allocates a job owning `fullpath` (freed with the job on failure too).
  * NULL on ENOMEM.

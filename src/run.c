@@ -298,9 +298,40 @@ static void work_cb(uv_work_t *req) {
 static void maybe_finish(pc__run_t *r);
 static void schedule(pc__run_t *r);
 
+/* A job the walk handed on unstat'ed, settled by its check (job.h). The
+ * push counted it as a file to compress of its recorded size.
+ */
+static void finish_check(pc__run_t *r, pc__job_t *j) {
+  char *rel;
+
+  r->progress.bytes_total -= j->prev->size;
+  if (j->outcome == PC__CHECK_RESIZED) {
+    r->progress.bytes_total += j->size;
+    j->outcome = PC__CHECK_NONE;
+    j->prev = NULL;
+    j->weight = j->size;
+    j->mem = job_mem(r, j);
+    requeue(r, j);
+    return;
+  }
+  r->progress.files_total--; /* pc__run_skip and _unchanged count it */
+  if (j->outcome != PC__CHECK_GONE) {
+    if ((rel = pc__strdup(j->fullpath + j->rel_off)) == NULL)
+      r->fatal = -ENOMEM;
+    else
+      pc__run_unchanged(r, j->root, rel, j->fullpath, j->prev);
+  }
+  pc__job_free(j);
+}
+
 /* One job of a unit back from the pool. */
 static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
   pc__rec_t rec;
+
+  if (j->outcome != PC__CHECK_NONE && status == 0) {
+    finish_check(r, j);
+    return;
+  }
 
   if (j->wait && status == 0) {
     /* Its content's leader is still at work: park the job on it, unless
@@ -341,6 +372,7 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
   } else {
     rec.root = j->root;
     rec.err = j->err;
+    rec.skip = j->skip;
     rec.size = j->size;
     rec.mtime_ns = j->mtime_ns;
     rec.deduped = j->copied;
@@ -601,6 +633,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   r->cfg.ratio_den = opts->ratio_den;
   r->cfg.dry_run = opts->dry_run;
   r->cfg.follow = opts->follow;
+  r->cfg.min_size = opts->min_size;
   r->cfg.fsync = opts->fsync;
   atomic_init(&r->cfg.stop, 0);
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
@@ -684,6 +717,9 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     r->man_known = 1;
     r->man_dev = st.st_dev;
     r->man_ino = st.st_ino;
+    r->cfg.man_known = 1;
+    r->cfg.man_dev = st.st_dev;
+    r->cfg.man_ino = st.st_ino;
   }
   if ((err = make_roots(r)) != 0)
     goto out;

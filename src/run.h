@@ -63,7 +63,8 @@ typedef struct pc__run {
   pc__dir_t *dirs; /* directories still to read (a stack) */
   size_t ndirs, capdirs;
   struct {
-    char **names; /* sorted entries of the directory being visited */
+    char **names; /* sorted entries of the directory being visited, each
+                     followed by its d_type after the NUL (walk.c) */
     size_t n, i;
     int fd;
     uint32_t root;

@@ -191,10 +191,8 @@ static unsigned absent_outputs(const pc__run_t *r, const char *name,
   return absent;
 }
 
-/* The earlier manifest's record of this file when it holds the file's
- * current size and mtime, every output it recorded is there with its size
- * and the source's mtime (as we stamp it), and none it did not keep is
- * there; else NULL. Costs a stat per output, never a read.
+/* The earlier manifest's record of this file when it still holds
+ * (pc__outputs_current), else NULL.
  */
 static const pc__prev_rec_t *is_unchanged(const pc__run_t *r, uint32_t root,
                                            int dfd, const char *name,
@@ -202,42 +200,45 @@ static const pc__prev_rec_t *is_unchanged(const pc__run_t *r, uint32_t root,
                                            const struct stat *st,
                                            unsigned absent) {
   const pc__prev_rec_t *p = pc__prev_find(r->prev, root, rel);
-  size_t len = strlen(name);
-  char oname[NAME_MAX + 1];
-  int f;
-
-  if (p == NULL || p->size != (uint64_t)st->st_size ||
-      p->mtime_ns != (int64_t)st->st_mtim.tv_sec * 1000000000 +
-                         st->st_mtim.tv_nsec)
+  if (p == NULL ||
+      !pc__outputs_current(r->cfg.formats, p, dfd, name, st, absent))
     return NULL;
-  for (f = 0; f < PC_NFORMATS; f++) {
-    const char *ext = pc_format_ext((pc_format_t)f);
-    struct stat ost;
-    int there;
-    if (!(r->cfg.formats & PC_FMT_BIT(f)))
-      continue;
-    if (absent & PC_FMT_BIT(f)) { /* the listing says: not there */
-      if (p->out[f].state == PC_OUT_KEPT)
-        return NULL;
-      continue;
-    }
-    if (len + 1 + strlen(ext) > NAME_MAX)
-      return NULL;
-    memcpy(oname, name, len);
-    oname[len] = '.';
-    strcpy(oname + len + 1, ext);
-    there = fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0;
-    if (p->out[f].state == PC_OUT_KEPT) {
-      if (!there || !S_ISREG(ost.st_mode) ||
-          (uint64_t)ost.st_size != p->out[f].size ||
-          ost.st_mtim.tv_sec != st->st_mtim.tv_sec ||
-          ost.st_mtim.tv_nsec != st->st_mtim.tv_nsec)
-        return NULL;
-    } else if (there || errno != ENOENT) {
-      return NULL;
-    }
-  }
   return p;
+}
+
+/* A regular file (per the listing) that the earlier manifest records and
+ * whose name passes every filter: handed to a worker without a stat, which
+ * checks it there (job.h). 1 when it was.
+ */
+static int hand_on_unstatted(pc__run_t *r, uint32_t root, const char *name,
+                             size_t len, char **full, const char *rel,
+                             char **names, size_t nnames) {
+  const pc__prev_rec_t *p;
+  struct stat st;
+  pc__job_t *j;
+  size_t rel_off;
+
+  if (pc__is_temp_name(name) || !in_shard(r, rel, strlen(rel)) ||
+      is_own_output(name, len, names, nnames) || excluded(r, rel) ||
+      pc__output_format_of(name, len) >= 0 || on_skip_list(r, name, len) ||
+      (p = pc__prev_find(r->prev, root, rel)) == NULL || p->size == 0)
+    return 0;
+  /* Scheduled by its recorded size and mtime until the worker knows. */
+  memset(&st, 0, sizeof(st));
+  st.st_size = (off_t)p->size;
+  st.st_mtim.tv_sec = (time_t)(p->mtime_ns / 1000000000);
+  st.st_mtim.tv_nsec = (long)(p->mtime_ns % 1000000000);
+  rel_off = strlen(*full) - strlen(rel);
+  j = pc__job_new(*full, rel_off, root, r->roots[root].fd, &st, 0, &r->cfg);
+  *full = NULL; /* the job owns it now, even when NULL came back */
+  if (j == NULL) {
+    r->fatal = -ENOMEM;
+    return 1;
+  }
+  j->prev = p;
+  j->absent = absent_outputs(r, name, len, names, nnames);
+  pc__run_push(r, j);
+  return 1;
 }
 
 /* Looks at one entry of directory `dfd` (full name `dfull`, relative name
@@ -245,8 +246,8 @@ static const pc__prev_rec_t *is_unchanged(const pc__run_t *r, uint32_t root,
  * skip record. `names` (sorted, may be NULL) is the directory's listing.
  */
 static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
-                  const char *drel, const char *name, char **names,
-                  size_t nnames) {
+                  const char *drel, const char *name, unsigned char dtype,
+                  char **names, size_t nnames) {
   size_t len = strlen(name);
   char *full = pc__path_join(dfull, name);
   char *rel = pc__path_join(drel, name);
@@ -258,6 +259,9 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     r->fatal = -ENOMEM;
     goto out;
   }
+  if (dtype == DT_REG && r->prev != NULL &&
+      hand_on_unstatted(r, root, name, len, &full, rel, names, nnames))
+    goto out;
   if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT) /* gone since the listing: nothing to do */
       pc__run_skip(r, root, rel, full, PC_SKIP_NONE, NULL, PC__ERRNO()),
@@ -316,15 +320,21 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
   else if (pc__output_format_of(name, len) >= 0 ||
            on_skip_list(r, name, len))
     pc__run_skip(r, root, rel, full, PC_SKIP_EXTENSION, &st, 0);
-  else if (st.st_size == 0)
-    pc__run_skip(r, root, rel, full, PC_SKIP_EMPTY, &st, 0);
-  else if ((uint64_t)st.st_size < r->opts->min_size)
-    pc__run_skip(r, root, rel, full, PC_SKIP_MIN_SIZE, &st, 0);
   else {
     unsigned absent = absent_outputs(r, name, len, names, nnames);
+    pc_skip_t why = st.st_size == 0 ? PC_SKIP_EMPTY
+                    : (uint64_t)st.st_size < r->opts->min_size
+                        ? PC_SKIP_MIN_SIZE
+                        : PC_SKIP_NONE;
     size_t rel_off;
     pc__job_t *j;
-    if (r->prev != NULL &&
+    /* No output, and none there to remove as stale: a record is all. */
+    if (why != PC_SKIP_NONE && (absent & r->cfg.formats) == r->cfg.formats) {
+      pc__run_skip(r, root, rel, full, why, &st, 0);
+      rel = NULL;
+      goto out;
+    }
+    if (why == PC_SKIP_NONE && r->prev != NULL &&
         (prev = is_unchanged(r, root, dfd, name, rel, &st, absent)) != NULL) {
       pc__run_unchanged(r, root, rel, full, prev);
       rel = NULL;
@@ -338,6 +348,7 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
       r->fatal = -ENOMEM;
     } else {
       j->absent = absent;
+      j->skip = why;
       pc__run_push(r, j);
     }
     goto out;
@@ -425,11 +436,21 @@ static void open_next(pc__run_t *r) {
       }
       r->cur.names = n;
     }
-    if ((r->cur.names[r->cur.n] = pc__strdup(de->d_name)) == NULL) {
-      r->fatal = -ENOMEM;
-      break;
+    {
+      /* The entry's type (d_type, DT_UNKNOWN where the file system does
+       * not say) rides after the name's NUL: the names sort and search as
+       * plain strings.
+       */
+      size_t l = strlen(de->d_name);
+      char *e = malloc(l + 2);
+      if (e == NULL) {
+        r->fatal = -ENOMEM;
+        break;
+      }
+      memcpy(e, de->d_name, l + 1);
+      e[l + 1] = (char)de->d_type;
+      r->cur.names[r->cur.n++] = e;
     }
-    r->cur.n++;
   }
   closedir(dir);
   if (err != 0) {
@@ -465,7 +486,7 @@ int pc__walk_start(pc__run_t *r) {
         pc__run_error(r, root->dir, PC__ERRNO());
         continue;
       }
-      visit(r, k, dfd, root->dir, "", root->file, NULL, 0);
+      visit(r, k, dfd, root->dir, "", root->file, DT_UNKNOWN, NULL, 0);
       if (dfd != AT_FDCWD)
         close(dfd);
     } else {
@@ -487,8 +508,9 @@ int pc__walk_step(pc__run_t *r, unsigned budget) {
       continue;
     }
     while (r->cur.i < r->cur.n && budget > 0) {
-      visit(r, r->cur.root, r->cur.fd, r->cur.full, r->cur.rel,
-            r->cur.names[r->cur.i], r->cur.names, r->cur.n);
+      const char *nm = r->cur.names[r->cur.i];
+      visit(r, r->cur.root, r->cur.fd, r->cur.full, r->cur.rel, nm,
+            (unsigned char)nm[strlen(nm) + 1], r->cur.names, r->cur.n);
       r->cur.i++;
       budget--;
     }

@@ -372,6 +372,88 @@ class WhatBreaksTheRecord(Base):
         self.assertEqual(read(man), raw1)
 
 
+class ChangedBetweenRuns(Base):
+    """Files the earlier manifest records reach a worker without a stat on the walk's side (the
+    worker stats them and their outputs): every way such a file can change between runs must
+    end as it would without a manifest."""
+
+    def test_emptied_shrunk_grown_deleted_replaced(self):
+        from pctest import words_data
+        root = self.copy_site()
+        os.makedirs(os.path.join(root, "many"))
+        for i in range(40):
+            write(os.path.join(root, "many", "f%02d.js" % i), words_data(2000 + 37 * i, seed=i))
+        man = self.path("m.json")
+        k1, _ = self.first(root, man, ["--min-size", "300"])
+        for i in range(7):
+            self.assertEqual(k1[b"many/f%02d.js" % i], "compressed")
+        many = os.path.join(root, "many")
+        write(os.path.join(many, "f00.js"), b"")                                  # emptied
+        write(os.path.join(many, "f01.js"), b"x" * 120)                           # under --min-size
+        write(os.path.join(many, "f02.js"), words_data(300 * 1024, seed=77))      # grown past a unit
+        os.unlink(os.path.join(many, "f03.js"))                                   # deleted
+        os.unlink(os.path.join(many, "f04.js"))                                   # now a directory
+        os.makedirs(os.path.join(many, "f04.js"))
+        write(os.path.join(many, "f04.js", "inner.css"), words_data(3000, seed=5))
+        os.unlink(os.path.join(many, "f05.js"))                                   # now a symlink
+        os.symlink("f10.js", os.path.join(many, "f05.js"))
+        write(os.path.join(many, "f06.js"), words_data(2000 + 37 * 6, seed=999))  # same size, new bytes
+        st = os.stat(os.path.join(many, "f06.js"))
+        os.utime(os.path.join(many, "f06.js"), ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+
+        r = run(["-v", "--manifest", man, "--min-size", "300", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(error_lines(r), [], r)
+        k2 = kinds(r, root)
+        self.assertEqual(k2.get(b"many/f00.js"), "skipped (empty)", r)
+        self.assertEqual(k2.get(b"many/f01.js"), "skipped (min-size)", r)
+        self.assertEqual(k2.get(b"many/f02.js"), "compressed", r)
+        self.assertNotIn(b"many/f03.js", k2)
+        self.assertEqual(k2.get(b"many/f04.js/inner.css"), "compressed", r)
+        self.assertEqual(k2.get(b"many/f05.js"), "compressed", r)
+        self.assertEqual(k2.get(b"many/f06.js"), "compressed", r)
+        for i in range(7, 40):
+            self.assertEqual(k2.get(b"many/f%02d.js" % i), "unchanged", r)
+        # Outputs of what is skipped now are stale and gone; the rest are the oracle's.
+        for name in ("f00.js", "f01.js"):
+            for ext in (".gz", ".br"):
+                self.assertFalse(os.path.lexists(os.path.join(many, name + ext)), name + ext)
+        self.assertOracleOutputs(root, ["many/f02.js", "many/f04.js/inner.css", "many/f05.js", "many/f06.js"])
+        m = manifest_by_path(load_manifest(man)[0])
+        self.assertNotIn(b"many/f03.js", m)
+        self.assertEqual(m[b"many/f02.js"]["size"], 300 * 1024)
+        self.assertEqual(m[b"many/f00.js"].get("skipped"), "empty", m[b"many/f00.js"])
+        # A third run: everything that still has outputs is unchanged.
+        r = run(["-v", "--manifest", man, "--min-size", "300", root])
+        self.assertEqual(r.rc, 0, r)
+        k3 = kinds(r, root)
+        for rel in (b"many/f02.js", b"many/f04.js/inner.css", b"many/f05.js", b"many/f06.js", b"many/f20.js"):
+            self.assertEqual(k3.get(rel), "unchanged", (rel, r))
+
+
+    def test_emptied_or_shrunk_file_loses_its_outputs_without_a_manifest(self):
+        from pctest import words_data
+        root = self.path("t")
+        os.makedirs(root)
+        for name in ("a.js", "b.js", "c.js"):
+            write(os.path.join(root, name), words_data(5000, seed=len(name) + ord(name[0])))
+        r = run(["-q", root])
+        self.assertEqual(r.rc, 0, r)
+        write(os.path.join(root, "a.js"), b"")
+        write(os.path.join(root, "b.js"), b"tiny")
+        r = run(["--check", "--min-size", "100", root])
+        self.assertEqual(r.rc, 1, r)
+        for name in ("a.js", "b.js"):
+            for ext in ("gz", "br"):
+                self.assertIn("unwanted %s.%s" % (os.path.join(root, name), ext), r.out_lines, r)
+        self.assertTrue(os.path.exists(os.path.join(root, "a.js.gz")), "--check changed the tree")
+        r = run(["-v", "--min-size", "100", root])
+        self.assertEqual(r.rc, 0, r)
+        k = kinds(r, root)
+        self.assertEqual((k.get(b"a.js"), k.get(b"b.js")), ("skipped (empty)", "skipped (min-size)"), r)
+        self.assertEqual(sorted(os.listdir(root)), ["a.js", "b.js", "c.js", "c.js.br", "c.js.gz"])
+
+
 class Options(Base):
     def test_different_options_nothing_unchanged(self):
         cases = [["--gzip-level", "6"], ["--brotli-quality", "10"], ["--no-brotli"], ["--no-gzip"],
