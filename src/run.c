@@ -1,12 +1,15 @@
 /* pc_run(): the loop thread's side of a run.
  *
- * The loop thread owns every piece of shared state here: the walk, the heap
- * of pending jobs, the results and the counters. Workers get one job each
- * through uv_queue_work() and touch nothing else; after_work() brings the
- * job back to this thread, which records it and submits the next one.
- * libuv's queue is unbounded and first-in first-out, so we keep at most
- * `jobs` jobs in it and choose the next ourselves: the largest pending file,
- * so that a big file does not start last and finish alone.
+ * The loop thread owns every piece of shared state here: the walk, the
+ * heaps of pending units, the results and the counters. A unit is one file,
+ * or up to BATCH_FILES small files of one directory chained on the first.
+ * Workers get one unit each through uv_queue_work() and touch nothing else;
+ * after_work() brings it back to this thread, which records its files and
+ * submits the next unit. libuv's queue is unbounded and first-in
+ * first-out, so we keep at most `jobs` units in it and choose the next
+ * ourselves: the largest pending one, so that a big file does not start
+ * last and finish alone, unless its encoders would overrun the memory
+ * budget (schedule()).
  */
 #include "run.h"
 
