@@ -179,18 +179,18 @@ out:
   return ok;
 }
 
-void pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                   pc_format_t f, int level, pc_gzip_engine_t engine,
-                   const char *src, uint64_t len, uint64_t limit) {
+int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
+                  pc_format_t f, int level, pc_gzip_engine_t engine,
+                  const char *src, uint64_t len, uint64_t limit) {
   char path[PATH_MAX];
   unsigned char hdr[HDR], *buf = NULL;
   pc__out_t o = PC__OUT_INIT;
   XXH3_state_t *xs = NULL;
   struct stat st;
-  int in = -1, err;
+  int in = -1, err, stored = 0;
 
   if (entry_path(c, h, size, f, level, engine, path, sizeof(path)) != 0)
-    return;
+    return 0;
   if ((err = pc__out_open(&o, AT_FDCWD, path)) == -ENOENT) {
     /* The two-hex-digit subdirectory, on first use. */
     char *slash = strrchr(path, '/');
@@ -200,7 +200,7 @@ void pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
     err = pc__out_open(&o, AT_FDCWD, path);
   }
   if (err != 0)
-    return;
+    return 0;
   memset(hdr, 0, sizeof(hdr));
   memcpy(hdr, MAGIC, 8);
   hdr[8] = src == NULL;
@@ -232,7 +232,7 @@ void pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
   st.st_mode = 0644;
   st.st_atim.tv_nsec = UTIME_NOW;
   st.st_mtim.tv_nsec = UTIME_NOW;
-  pc__out_commit(&o, path, &st, 0);
+  stored = pc__out_commit(&o, path, &st, 0) == 0;
   goto out;
 fail:
   pc__out_discard(&o);
@@ -241,6 +241,7 @@ out:
     close(in);
   XXH3_freeState(xs);
   free(buf);
+  return stored;
 }
 
 typedef struct ent {

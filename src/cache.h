@@ -40,9 +40,10 @@ int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
 
 /* Stores the output at `path` (already written, `len` bytes) as the entry,
  * or, when path is NULL, a rejection above `limit`. Best effort: a cache
- * that cannot be written is not an error of the run.
+ * that cannot be written is not an error of the run. 1 when an entry was
+ * stored, else 0.
  */
-void pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
+int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
                    pc_format_t f, int level, pc_gzip_engine_t engine,
                    const char *path, uint64_t len, uint64_t limit);
 

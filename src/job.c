@@ -853,12 +853,12 @@ static void job_run(pc__job_t *j) {
     /* What was compressed here goes into the cache for the next run. */
     if (j->cfg->cache != NULL && have_hash && !fs[f].cached && !j->copied &&
         !j->cfg->dry_run && j->size > 0)
-      pc__cache_put(j->cfg->cache, h, j->size, (pc_format_t)f,
-                    j->cfg->level[f], j->cfg->gzip_engine,
-                    j->out[f].state == PC_OUT_KEPT ? fs[f].final : NULL,
-                    j->out[f].size,
-                    pc__keep_limit(j->size, j->cfg->ratio_num,
-                                   j->cfg->ratio_den));
+      j->cache_puts += (unsigned)pc__cache_put(
+          j->cfg->cache, h, j->size, (pc_format_t)f, j->cfg->level[f],
+          j->cfg->gzip_engine,
+          j->out[f].state == PC_OUT_KEPT ? fs[f].final : NULL,
+          j->out[f].size,
+          pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
   }
 
 out:

@@ -61,6 +61,7 @@ typedef struct pc__job {
   int lead;               /* compressed it first: others may wait on it */
   int copied;             /* outputs copied from an identical file */
   int cached;             /* every format's result came from the cache */
+  unsigned cache_puts;    /* entries it stored in the cache */
   struct pc__job *next;   /* loop thread: the list of parked jobs */
 
   /* Small files of one directory travel as one unit: one pool hand-off and

@@ -97,6 +97,7 @@ typedef struct pc__run {
   pc__rec_t *recs; /* only with a manifest */
   size_t nrecs, caprecs;
   pc_totals_t totals;
+  uint64_t cache_puts; /* entries stored: the cache grew, trim it */
   pc_progress_t progress;
   uv_timer_t timer;
   uv_signal_t sigint, sigterm;
