@@ -627,6 +627,7 @@ static int check_prev(pc__job_t *j) {
   j->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
     j->skip = st.st_size == 0 ? PC_SKIP_EMPTY : PC_SKIP_MIN_SIZE;
+    j->prev = NULL;
     return 0; /* its old outputs are stale now: job_run removes them */
   }
   if (pc__outputs_current(c->formats, j->prev, j->pdir, base, &st,
@@ -641,39 +642,8 @@ static int check_prev(pc__job_t *j) {
     j->outcome = PC__CHECK_RESIZED;
     return 1;
   }
+  j->prev = NULL; /* checked: a run again (after a dedupe wait) does not */
   return 0;
-}
-
-/* A file that gets no output now (empty, or under --min-size; j->skip):
- * outputs made while it had other content no longer match it and are
- * removed, as settle() removes an output not kept (DESIGN 2.3: a server
- * must never serve an old body for a new file).
- */
-static void remove_stale(pc__job_t *j) {
-  size_t n = strlen(j->fullpath);
-  struct fmt_state s;
-  int f, err;
-
-  for (f = 0; f < PC_NFORMATS; f++) {
-    const char *ext = pc_format_ext((pc_format_t)f);
-    if (!(j->cfg->formats & PC_FMT_BIT(f)) || (j->absent & PC_FMT_BIT(f)))
-      continue;
-    memset(&s, 0, sizeof(s));
-    s.out = (pc__out_t)PC__OUT_INIT;
-    s.cache_fd = -1;
-    if ((s.final = malloc(n + 1 + strlen(ext) + 1)) == NULL) {
-      fail(j, -ENOMEM, NULL);
-      return;
-    }
-    memcpy(s.final, j->fullpath, n);
-    s.final[n] = '.';
-    strcpy(s.final + n + 1, ext);
-    s.base = s.final + base_off(j);
-    err = settle(j, f, &s);
-    free(s.final);
-    if (err != 0)
-      return;
-  }
 }
 
 /* One file. j->pdir is its directory when the unit opened it for all its
@@ -706,13 +676,36 @@ static void job_run(pc__job_t *j) {
     fail(j, err, NULL);
     goto out;
   }
-  if (j->prev != NULL && j->outcome == PC__CHECK_NONE && !j->checked) {
-    j->checked = 1;
-    if (check_prev(j))
+  if (j->prev != NULL && check_prev(j))
+    goto out;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const char *ext = pc_format_ext((pc_format_t)f);
+    size_t n = strlen(j->fullpath);
+    if (!(j->cfg->formats & PC_FMT_BIT(f)))
+      continue;
+    fs[f].final = malloc(n + 1 + strlen(ext) + 1);
+    if (fs[f].final == NULL) {
+      fail(j, -ENOMEM, NULL);
       goto out;
+    }
+    memcpy(fs[f].final, j->fullpath, n);
+    fs[f].final[n] = '.';
+    strcpy(fs[f].final + n + 1, ext);
+    fs[f].base = fs[f].final + base_off(j);
   }
   if (j->skip != PC_SKIP_NONE) {
-    remove_stale(j);
+    /* No output now (empty, or under --min-size): outputs made while the
+     * file had other content no longer match it and are removed, as any
+     * output not kept (DESIGN 2.3: a server must never serve an old body
+     * for a new file).
+     */
+    for (f = 0; f < PC_NFORMATS; f++) {
+      if (!(j->cfg->formats & PC_FMT_BIT(f)) || (j->absent & PC_FMT_BIT(f)))
+        continue;
+      if (settle(j, f, &fs[f]) != 0)
+        break;
+      settled[f] = 1;
+    }
     goto out;
   }
   fd = openat(j->pdir, j->fullpath + base_off(j), flags);
@@ -744,23 +737,10 @@ static void job_run(pc__job_t *j) {
   }
   j->size = (uint64_t)j->st.st_size;
 
-  for (f = 0; f < PC_NFORMATS; f++) {
-    const char *ext = pc_format_ext((pc_format_t)f);
-    size_t n = strlen(j->fullpath);
-    if (!(j->cfg->formats & PC_FMT_BIT(f)))
-      continue;
-    fs[f].final = malloc(n + 1 + strlen(ext) + 1);
-    if (fs[f].final == NULL) {
-      fail(j, -ENOMEM, NULL);
-      goto out;
-    }
-    memcpy(fs[f].final, j->fullpath, n);
-    fs[f].final[n] = '.';
-    strcpy(fs[f].final + n + 1, ext);
-    fs[f].base = fs[f].final + base_off(j);
-    /* Emptied since the walk: nothing to keep, old outputs are stale. */
-    j->out[f].state = PC_OUT_RATIO;
-  }
+  /* Emptied since the walk: nothing to keep, old outputs are stale. */
+  for (f = 0; f < PC_NFORMATS; f++)
+    if (j->cfg->formats & PC_FMT_BIT(f))
+      j->out[f].state = PC_OUT_RATIO;
 
   if (j->size > 0 && j->cfg->dedup != NULL) {
     int r = 0;

@@ -82,9 +82,9 @@ typedef struct pc__job {
    * listing; the stats, one per file and one per output, run on every
    * core). `outcome` says what the check found when it was not that.
    */
-  const struct pc__prev_rec *prev; /* read-only, the run's */
+  const struct pc__prev_rec *prev; /* read-only, the run's; NULL once the
+                                      check found the file to compress */
   int outcome;            /* PC__CHECK_* */
-  int checked;            /* the check ran (a job run again skips it) */
   pc_skip_t skip;         /* empty or under --min-size (by the walk or the
                              check): no output, only stale ones removed */
 } pc__job_t;

@@ -395,15 +395,15 @@ static void after_work_cb(uv_work_t *req, int status) {
   r->in_flight--;
   if (j->big)
     r->big_mem -= j->mem;
+  /* From here on each job stands alone (a parked one is requeued by
+   * itself): only the head carried the unit's weight and memory.
+   */
   j->big = 0;
+  j->weight = j->size;
+  j->mem = job_mem(r, j);
   while (j != NULL) {
     pc__job_t *next = j->batch;
-    /* From here on each job stands alone (a parked one is requeued by
-     * itself).
-     */
     j->batch = NULL;
-    j->weight = j->size;
-    j->mem = job_mem(r, j);
     finish_job(r, j, status);
     j = next;
   }

@@ -218,10 +218,13 @@ static int hand_on_unstatted(pc__run_t *r, uint32_t root, const char *name,
   pc__job_t *j;
   size_t rel_off;
 
-  if (pc__is_temp_name(name) || !in_shard(r, rel, strlen(rel)) ||
+  /* The record first: a new file then costs one lookup here, not every
+   * filter twice.
+   */
+  if ((p = pc__prev_find(r->prev, root, rel)) == NULL || p->size == 0 ||
+      pc__is_temp_name(name) || !in_shard(r, rel, strlen(rel)) ||
       is_own_output(name, len, names, nnames) || excluded(r, rel) ||
-      pc__output_format_of(name, len) >= 0 || on_skip_list(r, name, len) ||
-      (p = pc__prev_find(r->prev, root, rel)) == NULL || p->size == 0)
+      pc__output_format_of(name, len) >= 0 || on_skip_list(r, name, len))
     return 0;
   /* Scheduled by its recorded size and mtime until the worker knows. */
   memset(&st, 0, sizeof(st));

@@ -2,8 +2,9 @@
 """The content cache (--cache-dir), issue 3 item 3: results stored by content and options are
 copied into a fresh tree instead of compressed again; a corrupt or truncated entry is detected
 and never copied into the tree; concurrent runs may share one cache; --cache-max-size bounds it,
-least recently used first, and a run that stores nothing does not trim it. Every output that
-came from the cache must be the oracle's bytes with its own source's mode and mtime."""
+least recently used first, and a run that stores nothing does not trim it; stored rejections
+spare compressing again. Every output that came from the cache must be the oracle's bytes with
+its own source's mode and mtime."""
 import sys
 
 sys.dont_write_bytecode = True
@@ -91,8 +92,35 @@ class Cache(Base):
         self.assertGreater(len(entries(cache)), 0)
         _, _, s2 = self.fresh_run(src, "b", cache)
         self.assertEqual(s2["cached"], s1["compressed"], s2)
-        # The incompressible file's rejection is stored too: it is not compressed again.
-        self.assertEqual(s2["skipped"].get("ratio"), 1, s2)
+
+    def test_rejections_are_taken_from_the_cache(self):
+        # An entry may say "rejected above LIMIT": at a limit up to that one the output is not
+        # kept, without compressing. Proven by turning every stored payload into such a
+        # rejection: a fresh copy then gets no output at all, though its files compress well.
+        src = self.tree("src")
+        cache = self.path("cache")
+        _, _, s1 = self.fresh_run(src, "a", cache)
+        self.assertGreater(s1["compressed"], 10)
+        rejections = 0
+        for p, blob in entries(cache).items():
+            self.assertEqual(blob[:8], b"PCCACHE1", p)
+            if blob[8] == 1:
+                rejections += 1  # the incompressible file's, stored by the first run
+                continue
+            hdr = bytearray(HDR)
+            hdr[:8] = b"PCCACHE1"
+            hdr[8] = 1
+            hdr[24:32] = (2**63).to_bytes(8, "little")
+            with open(p, "wb") as f:
+                f.write(hdr)
+        self.assertEqual(rejections, 2, "one rejection per format for noise.bin.txt")
+        root = self.copy(src, "b")
+        r = run(["--json", "--cache-dir", cache, root])
+        self.assertEqual(r.rc, 0, r)
+        s2 = summary_json(r)
+        self.assertEqual(s2["compressed"], 0, s2)
+        self.assertEqual(s2["skipped"].get("ratio"), s1["compressed"] + 1, s2)
+        self.assertEqual([rel for rel in walk_all(root) if rel.endswith((b".gz", b".br"))], [])
 
     def test_corrupt_and_truncated_entries_are_never_copied(self):
         src = self.tree("src")
