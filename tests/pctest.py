@@ -314,6 +314,14 @@ class Result:
         return "<run %r rc=%s\n--- stdout\n%s--- stderr\n%s>" % (self.args, self.rc, self.out[-3000:], self.err[-3000:])
 
 
+def child_env():
+    """The environment a run of the program gets: ours without UV_THREADPOOL_SIZE, which
+    precompress sets itself from -j."""
+    e = dict(os.environ)
+    e.pop("UV_THREADPOOL_SIZE", None)
+    return e
+
+
 def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, program=None):
     cmd = [program or PROGRAM] + [a if isinstance(a, (bytes, str)) else str(a) for a in args]
     if as_nobody:
@@ -322,8 +330,7 @@ def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, prog
     if umask is not None:
         def pre():
             os.umask(umask)
-    e = dict(os.environ)
-    e.pop("UV_THREADPOOL_SIZE", None)
+    e = child_env()
     if env:
         e.update(env)
     try:

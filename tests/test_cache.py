@@ -14,7 +14,7 @@ import stat
 import subprocess
 import time
 
-from pctest import PROGRAM, PCTestCase, classify, fsb, main, run, walk_all, words_data
+from pctest import PROGRAM, PCTestCase, child_env, classify, fsb, main, run, walk_all, words_data
 
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 HDR = 48  # src/cache.c: magic, flags, payload length, limit, XXH3-128
@@ -33,12 +33,6 @@ def entries(cache):
 
 def temp_files(cache):
     return [n for _, _, files in os.walk(cache) for n in files if n.startswith(".")]
-
-
-def child_env():
-    e = dict(os.environ)
-    e.pop("UV_THREADPOOL_SIZE", None)
-    return e
 
 
 def summary_json(r):
