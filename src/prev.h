@@ -19,12 +19,18 @@ typedef struct pc__prev_rec {
  * records then say nothing about what this run would write. Records of
  * roots other than `labels` are ignored. A manifest that cannot be parsed is
  * an error (PC_EBADMANIFEST), never silently trusted in part; one that
- * cannot be opened or read, the negative errno.
+ * cannot be opened or read, the negative errno. Up to `threads` threads
+ * parse the "files" list, each at least `min_part` bytes of it
+ * (PC__PREV_MIN_PART; tests pass less).
  */
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
                   const int *level, pc_gzip_engine_t engine,
                   uint64_t ratio_num, uint64_t ratio_den,
-                  char *const *labels, uint32_t nlabels);
+                  char *const *labels, uint32_t nlabels, unsigned threads,
+                  size_t min_part);
+
+/* About 10,000 lines: a thread costs far less than parsing them. */
+#define PC__PREV_MIN_PART ((size_t)1 << 20)
 
 /* The record of (root, path), or NULL. */
 const pc__prev_rec_t *pc__prev_find(const pc__prev_t *p, uint32_t root,

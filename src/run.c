@@ -738,7 +738,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
       labels[k2] = r->roots[k2].label;
     err = pc__prev_load(&r->prev, opts->manifest, opts->formats, opts->level,
                         opts->gzip_engine, opts->ratio_num, opts->ratio_den,
-                        labels, r->nroots);
+                        labels, r->nroots, r->jobs, PC__PREV_MIN_PART);
     free(labels);
     if (err != 0) {
       /* Unreadable or not a manifest: say so, and compress everything. */

@@ -5,7 +5,9 @@
  * The input is written to a memfd and read back through /proc/self/fd/N by
  * pc__prev_load(), with this run's settings as the program's defaults:
  * formats gz and br, levels 9/11/19, ratio 95/100, one root labelled
- * "site"; then once more with zst added and two roots. Each loaded table is
+ * "site"; then once more with zst added and two roots; then as the first,
+ * but with "files" split into parts parsed on up to 16 threads (any line
+ * after a newline may start one). Each loaded table is
  * searched for a few fixed names and for every "path" (and decoded
  * "path_hex") the input holds, then freed. Besides "no crash, no UB, no
  * leak", it checks:
@@ -298,7 +300,8 @@ static void find_listed(const pc__prev_t *p, const ref_t *ref, json_t *doc,
  * refused it only for jansson's depth limit (see the top).
  */
 static void load(json_t *doc, int deep, unsigned formats,
-                 char *const *labels, uint32_t nlabels) {
+                 char *const *labels, uint32_t nlabels, unsigned threads,
+                 size_t min_part) {
   static const char *const names[] = {"index.html", "css/site.css",
                                       "js/app.js", "", "robots.txt"};
   pc__prev_t *p = (pc__prev_t *)&p; /* must be overwritten */
@@ -308,7 +311,7 @@ static void load(json_t *doc, int deep, unsigned formats,
   int err;
 
   err = pc__prev_load(&p, fd_path, formats, level, PC_GZIP_ZLIB, 95, 100, labels,
-                      nlabels);
+                      nlabels, threads, min_part);
   check(err == 0 || err == PC_EBADMANIFEST || err == -ENOMEM);
   if (err != 0)
     check(p == NULL);
@@ -366,9 +369,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #endif
   }
 
-  load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1);
+  load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 1,
+       PC__PREV_MIN_PART);
   load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR) | PC_FMT_BIT(PC_ZST),
-       two, 2);
+       two, 2, 1, PC__PREV_MIN_PART);
+  /* "files" in parts on threads, at every newline it may: the parts'
+   * guesses, right or wrong, must change nothing.
+   */
+  load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 16, 1);
   json_decref(doc);
   return 0;
 }
