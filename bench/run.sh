@@ -103,7 +103,7 @@ setup_tools() {
         cc -O2 -std=c11 -o "$TOOLS/gen" "$HERE/gen.c" || die "cannot build bench/gen.c"
     fi
     if [[ ! -x $TOOLS/floor || $HERE/floor.c -nt $TOOLS/floor ]]; then
-        cc -O2 -std=c11 -o "$TOOLS/floor" "$HERE/floor.c" -lz -lbrotlienc "${xx[@]}" ||
+        cc -O2 -std=c11 -pthread -o "$TOOLS/floor" "$HERE/floor.c" -lz -lbrotlienc "${xx[@]}" ||
             die "cannot build bench/floor.c (needs zlib1g-dev libbrotli-dev)"
     fi
 
@@ -420,6 +420,7 @@ bench_incremental() { # corpus corpusdir fmtargs(string) formats
     local label1="precompress --manifest, 1st run"
     ((HAS_CACHE)) && label1="precompress --manifest --cache-dir, 1st run (cold)"
     local ok=1 note1="" note2="" note3=""
+    : >"$RESDIR/$c.statfloor.samples"
     for ((i = 1; i <= RUNS && HAS_MANIFEST; i++)); do
         fresh_copy "$src"
         d=$COPY
@@ -440,6 +441,12 @@ bench_incremental() { # corpus corpusdir fmtargs(string) formats
             break
         fi
         sample "$c" inc2 "$d"
+        # The least that second run could cost: the listing, and a stat per
+        # file and per output, on every core (bench/floor.c).
+        local -a sf=(--gzip --brotli)
+        [[ " ${f[*]} " == *" --no-brotli "* ]] && sf=(--gzip)
+        "$TOOLS/floor" stat "${sf[@]}" "$d" >>"$RESDIR/$c.statfloor.samples" 2>>"$log" ||
+            say "bench: $c: floor stat failed (see $log)"
         if ((HAS_CACHE)); then
             fresh_copy "$src"
             d=$COPY
@@ -610,6 +617,12 @@ report_checks() {
         [[ -n $base ]] || base=$(row_val "$c" pc-gz 4)
         check_line "$c: 2nd run with --manifest, unchanged tree / plain run" \
             "$(ratio "$(row_val "$c" inc2 4)" "$base")" 0.02
+        local sfw
+        sfw=$(sed -n 's/.*stat_wall=\([0-9.]*\).*/\1/p' "$RESDIR/$c.statfloor.samples" 2>/dev/null | median)
+        if [[ -n $sfw && $sfw != nan ]]; then
+            echo "| ($c: stat floor ${sfw} s: listing + a stat per file and output on ${NPROC} threads / plain run) | $(ratio "$sfw" "$base") | - | - |"
+            echo "| ($c: 2nd run / that stat floor) | $(ratio "$(row_val "$c" inc2 4)" "$sfw") | - | - |"
+        fi
         if [[ $c == collectstatic || $c == frontend ]]; then
             check_line "$c: fresh copy with warm --cache-dir / plain run" \
                 "$(ratio "$(row_val "$c" inc3 4)" "$base")" 0.05
