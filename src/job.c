@@ -479,8 +479,8 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   if (!exists)
     o->action = PC_ACT_CREATE;
   else if (S_ISREG(ost.st_mode) && (uint64_t)ost.st_size == o->size &&
-           ost.st_mtim.tv_sec == j->st.st_mtim.tv_sec &&
-           ost.st_mtim.tv_nsec == j->st.st_mtim.tv_nsec)
+           ost.st_mtim.tv_sec == j->st->st_mtim.tv_sec &&
+           ost.st_mtim.tv_nsec == j->st->st_mtim.tv_nsec)
     o->action = PC_ACT_REFRESH;
   else
     o->action = PC_ACT_REPLACE;
@@ -492,7 +492,7 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
     fail(j, err, s->final);
     return err;
   }
-  if ((err = pc__out_commit(&s->out, s->base, &j->st, j->cfg->fsync)) != 0)
+  if ((err = pc__out_commit(&s->out, s->base, j->st, j->cfg->fsync)) != 0)
     fail(j, err, s->final);
   return err;
 }
@@ -621,8 +621,7 @@ static int check_prev(pc__job_t *j) {
     j->outcome = PC__CHECK_GONE; /* the manifest itself: never an input */
     return 1;
   }
-  j->st = st;
-  j->stat_ok = 1;
+  *j->st = st;
   j->size = (uint64_t)st.st_size;
   j->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
@@ -651,7 +650,7 @@ static int check_prev(pc__job_t *j) {
  */
 static void job_run(pc__job_t *j) {
   struct fmt_state fs[PC_NFORMATS];
-  struct stat after;
+  struct stat st, after;
   int settled[PC_NFORMATS] = {0};
   unsigned char *whole = NULL;
   int fd = -1, f, err;
@@ -664,6 +663,8 @@ static void job_run(pc__job_t *j) {
   int own_pdir = j->pdir < 0;
 
   memset(fs, 0, sizeof(fs));
+  memset(&st, 0, sizeof(st));
+  j->st = &st;
   uint64_t h[2] = {0, 0};
   int have_hash = 0;
 
@@ -713,29 +714,30 @@ static void job_run(pc__job_t *j) {
     fail(j, PC__ERRNO(), NULL);
     goto out;
   }
-  if (fstat(fd, &j->st) != 0) {
+  if (fstat(fd, &st) != 0) {
     fail(j, PC__ERRNO(), NULL);
     goto out;
   }
   if (j->content != NULL) {
-    /* Back from waiting: our own hashing read moved the atime since. */
-    if (j->st.st_size != j->st0.st_size ||
-        j->st.st_mtim.tv_sec != j->st0.st_mtim.tv_sec ||
-        j->st.st_mtim.tv_nsec != j->st0.st_mtim.tv_nsec) {
+    /* Back from waiting: the file must be as it was before (size and
+     * mtime, kept in the job then), and its outputs get the atime it had
+     * then: our own hashing read moved it since.
+     */
+    if ((uint64_t)st.st_size != j->size ||
+        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
+            j->mtime_ns) {
       fail(j, PC_ECHANGED, NULL);
       goto out;
     }
-    j->st = j->st0;
+    st.st_atim = j->atime0;
   }
-  j->st0 = j->st;
-  j->stat_ok = 1;
-  j->mtime_ns =
-      (int64_t)j->st.st_mtim.tv_sec * 1000000000 + j->st.st_mtim.tv_nsec;
-  if (!S_ISREG(j->st.st_mode)) {
+  j->atime0 = st.st_atim;
+  j->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  if (!S_ISREG(st.st_mode)) {
     fail(j, PC_ENOTREG, NULL);
     goto out;
   }
-  j->size = (uint64_t)j->st.st_size;
+  j->size = (uint64_t)st.st_size;
 
   /* Emptied since the walk: nothing to keep, old outputs are stale. */
   for (f = 0; f < PC_NFORMATS; f++)
@@ -815,9 +817,9 @@ static void job_run(pc__job_t *j) {
     fail(j, PC__ERRNO(), NULL);
     goto out;
   }
-  if (after.st_size != j->st.st_size ||
-      after.st_mtim.tv_sec != j->st.st_mtim.tv_sec ||
-      after.st_mtim.tv_nsec != j->st.st_mtim.tv_nsec) {
+  if (after.st_size != st.st_size ||
+      after.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+      after.st_mtim.tv_nsec != st.st_mtim.tv_nsec) {
     fail(j, PC_ECHANGED, NULL);
     goto out;
   }
@@ -861,6 +863,7 @@ out:
   if (own_pdir && j->pdir >= 0 && j->pdir != j->root_fd)
     close(j->pdir);
   j->pdir = -1;
+  j->st = NULL;
 }
 
 void pc__job_run_unit(pc__job_t *head) {

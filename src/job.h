@@ -10,7 +10,6 @@
 
 #include <stdatomic.h>
 #include <sys/stat.h>
-#include <uv.h>
 
 /* What every job reads and none writes. */
 typedef struct pc__cfg {
@@ -31,8 +30,11 @@ typedef struct pc__cfg {
   const struct pc__cache *cache; /* read-only; NULL: no --cache-dir */
 } pc__cfg_t;
 
+/* A job waits in the run's heap from the walk until a worker is free: as
+ * many as there are files. What only a running job needs (its stat, libuv's
+ * request) lives on the worker's stack or in the run's pool slots.
+ */
 typedef struct pc__job {
-  uv_work_t req;
   const pc__cfg_t *cfg;
   void *run;        /* the pc__run that owns this job */
   uint32_t root;    /* index of the PATH it was found under */
@@ -45,8 +47,7 @@ typedef struct pc__job {
   int64_t mtime_ns; /* walk's mtime; fstat's once opened */
 
   /* Results, written by the worker. */
-  struct stat st;   /* the source as opened (valid when err == 0 or late) */
-  int stat_ok;
+  struct stat *st;  /* while it runs: the source as opened (the worker's) */
   int err;
   char *err_path;   /* owned; NULL means fullpath */
   pc_output_t out[PC_NFORMATS];
@@ -55,8 +56,8 @@ typedef struct pc__job {
    * park the job until the leader is done; it then runs again and copies.
    */
   struct pc__content *content;
-  struct stat st0;        /* the source before its first read: its atime is
-                             what outputs get, even after a wait */
+  struct timespec atime0; /* the source's before its first read: what
+                             outputs get, even after a wait */
   int wait;
   int lead;               /* compressed it first: others may wait on it */
   int copied;             /* outputs copied from an identical file */

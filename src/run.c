@@ -295,7 +295,7 @@ void pc__run_push(pc__run_t *r, pc__job_t *j) {
 }
 
 static void work_cb(uv_work_t *req) {
-  pc__job_run_unit(PC__CONTAINER_OF(req, pc__job_t, req));
+  pc__job_run_unit(PC__CONTAINER_OF(req, pc__slot_t, req)->head);
 }
 
 static void maybe_finish(pc__run_t *r);
@@ -389,9 +389,13 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
 }
 
 static void after_work_cb(uv_work_t *req, int status) {
-  pc__job_t *j = PC__CONTAINER_OF(req, pc__job_t, req);
+  pc__slot_t *slot = PC__CONTAINER_OF(req, pc__slot_t, req);
+  pc__job_t *j = slot->head;
   pc__run_t *r = j->run;
 
+  slot->head = NULL;
+  slot->next_free = r->free_slots;
+  r->free_slots = slot;
   r->in_flight--;
   if (j->big)
     r->big_mem -= j->mem;
@@ -423,6 +427,7 @@ static void schedule(pc__run_t *r) {
     pc__job_t *s = r->small.n > 0 ? r->small.v[0] : NULL, *j;
     int fits = b != NULL &&
                (r->big_mem == 0 || r->big_mem + b->mem <= r->mem_budget);
+    pc__slot_t *slot = r->free_slots; /* one is: in_flight < jobs */
     int err;
     if (fits && (s == NULL || b->weight >= s->weight)) {
       j = heap_pop(&r->big);
@@ -433,14 +438,17 @@ static void schedule(pc__run_t *r) {
     } else {
       break;
     }
-    err = uv_queue_work(&r->loop, &j->req, work_cb, after_work_cb);
+    slot->head = j;
+    err = uv_queue_work(&r->loop, &slot->req, work_cb, after_work_cb);
     if (err != 0) {
       if (j->big)
         r->big_mem -= j->mem;
+      slot->head = NULL;
       pc__job_free(j);
       r->fatal = err;
       return;
     }
+    r->free_slots = slot->next_free;
     r->in_flight++;
   }
 }
@@ -558,6 +566,7 @@ static void free_run(pc__run_t *r) {
   pc__job_free(r->batch.head);
   free(r->small.v);
   free(r->big.v);
+  free(r->slots);
   for (i = 0; i < r->nrecs; i++) {
     free(r->recs[i].path);
     free(r->recs[i].err_msg);
@@ -702,6 +711,14 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
       r->jobs = got / 2 > 0 ? got / 2 : 1;
   }
   r->cfg.jobs = r->jobs;
+  if ((r->slots = calloc(r->jobs, sizeof(*r->slots))) == NULL) {
+    err = -ENOMEM;
+    goto out;
+  }
+  for (k = r->jobs; k > 0; k--) {
+    r->slots[k - 1].next_free = r->free_slots;
+    r->free_slots = &r->slots[k - 1];
+  }
   r->mem_budget = r->jobs * MEM_PER_BIG > MEM_BUDGET_MIN ? r->jobs * MEM_PER_BIG
                                                          : MEM_BUDGET_MIN;
   if (opts->skip_ext != NULL) {

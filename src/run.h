@@ -48,6 +48,15 @@ typedef struct pc__heap {
   size_t n, cap;
 } pc__heap_t;
 
+/* A place in the pool: libuv's request for one unit in flight. At most
+ * `jobs` units are, so the requests live here, not in every pending job.
+ */
+typedef struct pc__slot {
+  uv_work_t req;
+  pc__job_t *head;             /* the unit it runs */
+  struct pc__slot *next_free;
+} pc__slot_t;
+
 typedef struct pc__run {
   uv_loop_t loop;
   const pc_options_t *opts;
@@ -87,6 +96,7 @@ typedef struct pc__run {
   pc__heap_t small, big;
   uint64_t big_mem, mem_budget;
   unsigned in_flight, jobs;
+  pc__slot_t *slots, *free_slots; /* `jobs` of them */
   /* Small files of the directory being walked, gathered into one unit. */
   struct {
     pc__job_t *head, *tail;
