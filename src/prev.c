@@ -40,10 +40,10 @@
 
 #include <jansson.h>
 #include <limits.h>
-#include <uv.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 #include <xxhash.h>
 
 /* The table: records in one array, their paths in one arena, and an open
@@ -97,6 +97,11 @@ const pc__prev_rec_t *pc__prev_find(const pc__prev_t *p, uint32_t root,
   n = strlen(path);
   s = slot_for(p, root, path, n, hash_key(root, path, n));
   return s->idx != 0 ? &p->ents[s->idx - 1].rec : NULL;
+}
+
+const char *pc__prev_path(const pc__prev_t *p, const pc__prev_rec_t *rec) {
+  const entry_t *e = PC__CONTAINER_OF(rec, entry_t, rec);
+  return (const char *)p->names.data + e->off;
 }
 
 void pc__prev_free(pc__prev_t *p) {

@@ -36,6 +36,11 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
 const pc__prev_rec_t *pc__prev_find(const pc__prev_t *p, uint32_t root,
                                     const char *path);
 
+/* The path of a record pc__prev_find() returned: NUL-terminated, owned by
+ * `p`, valid until pc__prev_free(p).
+ */
+const char *pc__prev_path(const pc__prev_t *p, const pc__prev_rec_t *rec);
+
 void pc__prev_free(pc__prev_t *p);
 
 #endif /* PC_PREV_H */

@@ -166,14 +166,16 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
   }
 
   if (r->opts->manifest == NULL || r->cfg.dry_run) {
-    free(rec->path);
+    if (!rec->borrowed)
+      free(rec->path);
     return;
   }
   if (r->nrecs == r->caprecs) {
     size_t ncap = r->caprecs ? r->caprecs * 2 : 1024;
     pc__rec_t *n = realloc(r->recs, ncap * sizeof(*n));
     if (n == NULL) {
-      free(rec->path);
+      if (!rec->borrowed)
+        free(rec->path);
       r->fatal = -ENOMEM;
       return;
     }
@@ -207,13 +209,15 @@ void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
   record(r, &rec, full, full);
 }
 
-void pc__run_unchanged(pc__run_t *r, uint32_t root, char *rel,
-                       const char *full, const pc__prev_rec_t *prev) {
+void pc__run_unchanged(pc__run_t *r, uint32_t root, const char *full,
+                       const pc__prev_rec_t *prev) {
   pc__rec_t rec;
   int f;
 
   memset(&rec, 0, sizeof(rec));
-  rec.path = rel;
+  /* The same bytes as the walk's relative name: that is how it was found. */
+  rec.path = (char *)pc__prev_path(r->prev, prev);
+  rec.borrowed = 1;
   rec.root = root;
   rec.unchanged = 1;
   rec.size = prev->size;
@@ -305,8 +309,6 @@ static void schedule(pc__run_t *r);
  * push counted it as a file to compress of its recorded size.
  */
 static void finish_check(pc__run_t *r, pc__job_t *j) {
-  char *rel;
-
   r->progress.bytes_total -= j->prev->size;
   if (j->outcome == PC__CHECK_RESIZED) {
     r->progress.bytes_total += j->size;
@@ -318,12 +320,8 @@ static void finish_check(pc__run_t *r, pc__job_t *j) {
     return;
   }
   r->progress.files_total--; /* pc__run_skip and _unchanged count it */
-  if (j->outcome != PC__CHECK_GONE) {
-    if ((rel = pc__strdup(j->fullpath + j->rel_off)) == NULL)
-      r->fatal = -ENOMEM;
-    else
-      pc__run_unchanged(r, j->root, rel, j->fullpath, j->prev);
-  }
+  if (j->outcome != PC__CHECK_GONE)
+    pc__run_unchanged(r, j->root, j->fullpath, j->prev);
   pc__job_free(j);
 }
 
@@ -568,7 +566,8 @@ static void free_run(pc__run_t *r) {
   free(r->big.v);
   free(r->slots);
   for (i = 0; i < r->nrecs; i++) {
-    free(r->recs[i].path);
+    if (!r->recs[i].borrowed)
+      free(r->recs[i].path);
     free(r->recs[i].err_msg);
   }
   free(r->recs);

@@ -19,7 +19,8 @@ typedef struct pc__root {
 
 /* One file's line in the manifest. */
 typedef struct pc__rec {
-  char *path; /* owned, relative to its root */
+  char *path; /* relative to its root; owned unless `borrowed` */
+  int borrowed; /* path is the earlier manifest's (prev.c's, lives as long) */
   char *err_msg; /* owned; set only for lines read from a manifest */
   uint32_t root;
   pc_skip_t skip;
@@ -127,11 +128,11 @@ void pc__walk_stop(pc__run_t *r);
  */
 void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
                   pc_skip_t skip, const struct stat *st, int err);
-/* A file whose outputs are current per the earlier manifest. Takes
- * ownership of rel.
+/* A file whose outputs are current per `prev`, the earlier manifest's
+ * record: its line names the file by the record's own path.
  */
-void pc__run_unchanged(pc__run_t *r, uint32_t root, char *rel,
-                       const char *full, const pc__prev_rec_t *prev);
+void pc__run_unchanged(pc__run_t *r, uint32_t root, const char *full,
+                       const pc__prev_rec_t *prev);
 /* A file to compress. Takes ownership of job. */
 void pc__run_push(pc__run_t *r, pc__job_t *job);
 /* Hands the gathered small files on as one unit (end of a directory). */

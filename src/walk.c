@@ -340,8 +340,7 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     }
     if (why == PC_SKIP_NONE && r->prev != NULL &&
         (prev = is_unchanged(r, root, dfd, name, rel, &st, absent)) != NULL) {
-      pc__run_unchanged(r, root, rel, full, prev);
-      rel = NULL;
+      pc__run_unchanged(r, root, full, prev);
       goto out;
     }
     rel_off = strlen(full) - strlen(rel);
