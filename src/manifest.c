@@ -7,9 +7,11 @@
 #include "json.h"
 #include "out.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int cmp_rec(const void *a, const void *b) {
   const pc__rec_t *x = a, *y = b;
@@ -195,18 +197,93 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
  */
 #define BLOCK (512u << 10)
 
+/* Where the blocks go. While they match the manifest already at the path
+ * (`old`), nothing is written: a run that changed nothing leaves the file
+ * as it was, its mtime too (make, CI caches). At the first difference the
+ * temp is opened, the equal part copied into it from the old file, and
+ * the rest written as it comes.
+ */
+typedef struct sink {
+  const char *path;
+  int old;        /* the old manifest, or -1: no match to look for */
+  off_t old_size;
+  off_t same;     /* bytes so far, all equal to the old file's */
+  pc__buf_t cmp;  /* the old file's bytes of one block */
+  pc__out_t out;  /* the temp, once opened */
+  int writing;
+} sink_t;
+
+/* Reads exactly n bytes at `off`. */
+static int pread_all(int fd, unsigned char *p, size_t n, off_t off) {
+  while (n > 0) {
+    ssize_t got = pread(fd, p, n, off);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return got < 0 ? PC__ERRNO() : -EIO;
+    p += got;
+    n -= (size_t)got;
+    off += got;
+  }
+  return 0;
+}
+
+static int sink_open(sink_t *k) {
+  off_t at = 0;
+  int err;
+  if ((err = pc__out_open(&k->out, AT_FDCWD, k->path)) != 0)
+    return err;
+  k->writing = 1;
+  while (at < k->same) {
+    size_t n = k->same - at < (off_t)BLOCK ? (size_t)(k->same - at) : BLOCK;
+    if ((err = pc__buf_reserve(&k->cmp, n)) != 0 ||
+        (err = pread_all(k->old, k->cmp.data, n, at)) != 0 ||
+        (err = pc__out_write(&k->out, k->cmp.data, n)) != 0)
+      return err;
+    at += (off_t)n;
+  }
+  return 0;
+}
+
+static int sink_put(sink_t *k, const void *p, size_t n) {
+  int err;
+  if (!k->writing) {
+    if (k->old >= 0 && (off_t)n <= k->old_size - k->same &&
+        pc__buf_reserve(&k->cmp, n) == 0 &&
+        pread_all(k->old, k->cmp.data, n, k->same) == 0 &&
+        memcmp(k->cmp.data, p, n) == 0) {
+      k->same += (off_t)n;
+      return 0;
+    }
+    if ((err = sink_open(k)) != 0)
+      return err;
+  }
+  return pc__out_write(&k->out, p, n);
+}
+
 int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
   pc__buf_t b = {0};
-  pc__out_t out = PC__OUT_INIT;
+  sink_t snk;
   struct stat st;
   mode_t mask;
   size_t i;
   int err = 0;
 
+  memset(&snk, 0, sizeof(snk));
+  snk.path = path;
+  snk.out = (pc__out_t)PC__OUT_INIT;
+  /* Only a regular file can be left as it is: a symlink there is
+   * replaced, as always.
+   */
+  snk.old = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (snk.old >= 0 && (fstat(snk.old, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(snk.old);
+    snk.old = -1;
+  }
+  snk.old_size = snk.old >= 0 ? st.st_size : 0;
   if (r->nrecs > 1)
     qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
-  if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0 ||
-      (err = pc__out_open(&out, AT_FDCWD, path)) != 0)
+  if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0)
     goto out;
   err |= pc__buf_puts(&b, "{\n  \"precompress\": 1,\n");
   if (r->incomplete)
@@ -229,7 +306,7 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
       err = -ENOMEM;
     err |= pc__buf_puts(&b, i + 1 < r->nrecs ? ",\n" : "\n");
     if (err == 0 && b.len >= BLOCK) {
-      if ((err = pc__out_write(&out, b.data, b.len)) != 0)
+      if ((err = sink_put(&snk, b.data, b.len)) != 0)
         goto out;
       b.len = 0;
     }
@@ -250,11 +327,18 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
   st.st_mode = 0666 & ~mask;
   st.st_atim.tv_nsec = UTIME_NOW;
   st.st_mtim.tv_nsec = UTIME_NOW;
-  if ((err = pc__out_write(&out, b.data, b.len)) != 0 ||
-      (err = pc__out_commit(&out, path, &st, sync)) != 0)
+  if ((err = sink_put(&snk, b.data, b.len)) != 0)
+    goto out;
+  if (!snk.writing && snk.same == snk.old_size)
+    goto out; /* the same bytes: the old manifest stands as it is */
+  if ((!snk.writing && (err = sink_open(&snk)) != 0) ||
+      (err = pc__out_commit(&snk.out, path, &st, sync)) != 0)
     goto out;
 out:
-  pc__out_discard(&out);
+  pc__out_discard(&snk.out);
+  if (snk.old >= 0)
+    close(snk.old);
+  pc__buf_free(&snk.cmp);
   pc__buf_free(&b);
   return err;
 }

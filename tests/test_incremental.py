@@ -144,6 +144,7 @@ class SecondRun(Base):
         outs = output_stats(root)
         self.assertEqual(len(outs), len(expected_outputs(classify(root))))
         snap = source_snapshot(root)
+        mst = os.stat(man)
         time.sleep(0.05)  # a rewrite or re-stamp would show in ctime past its granularity
 
         r = run(["-v", "--manifest", man, root])
@@ -162,6 +163,9 @@ class SecondRun(Base):
         self.assertEqual(s["files"], len(k1), r)
 
         self.assertEqual(read(man), raw1, "the manifest of an unchanged run must be byte-identical")
+        st = os.stat(man)
+        self.assertEqual((st.st_ino, st.st_mtime_ns, st.st_ctime_ns), (mst.st_ino, mst.st_mtime_ns, mst.st_ctime_ns),
+                         "a manifest that comes out the same must be left as it is, not rewritten")
         self.assertEqual(output_stats(root), outs,
                          "outputs were rewritten or re-stamped (inode, mtime, ctime, size, mode)")
         self.assertEqual(listing(root), before, "the unchanged run changed the tree")
@@ -175,6 +179,47 @@ class SecondRun(Base):
         self.assertEqual(j["changes"], 0, r.out)
         self.assertEqual(read(man), raw1)
         self.assertEqual(output_stats(root), outs)
+
+    def test_manifest_rewritten_only_when_its_bytes_change(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        _, raw1 = self.first(root, man)
+
+        # The same document with trailing whitespace (still valid, all of it
+        # equal up to there): rewritten to the run's exact bytes.
+        write(man, raw1 + b"\n\n")
+        ino = os.stat(man).st_ino
+        r = run(["--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(summary(r)["unchanged"], summary(r)["files"] - summary(r)["skipped"], r)
+        self.assertEqual(read(man), raw1)
+        self.assertNotEqual(os.stat(man).st_ino, ino, "a longer old manifest must be replaced (temp + rename)")
+
+        # A symlink to a file with the very bytes: replaced by a regular file,
+        # its target left alone.
+        target = self.path("elsewhere.json")
+        write(target, raw1)
+        os.unlink(man)
+        os.symlink(target, man)
+        r = run(["--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertFalse(os.path.islink(man), "a symlink at the manifest's name is replaced, never kept")
+        self.assertEqual(read(man), raw1)
+        self.assertEqual(read(target), raw1)
+
+        # One file changes (a line of the same length): rewritten.
+        ino = os.stat(man).st_ino
+        p = os.path.join(root, "js", "app.js")
+        st = os.stat(p)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+        r = run(["--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        raw2 = read(man)
+        self.assertEqual(len(raw2), len(raw1))
+        self.assertNotEqual(raw2, raw1)
+        self.assertNotEqual(os.stat(man).st_ino, ino)
+        m2 = manifest_by_path(load_manifest(man)[0])
+        self.assertEqual(m2[b"js/app.js"]["mtime_ns"], st.st_mtime_ns + 1)
 
     def test_without_manifest_option_everything_is_compressed(self):
         # The records are only used when --manifest names them.
