@@ -99,6 +99,27 @@ const pc__prev_rec_t *pc__prev_find(const pc__prev_t *p, uint32_t root,
   return s->idx != 0 ? &p->ents[s->idx - 1].rec : NULL;
 }
 
+const pc__prev_rec_t *pc__prev_next(const pc__prev_t *p, uint32_t root,
+                                    const char *path, size_t *hint) {
+  const pc__prev_rec_t *rec;
+  size_t n;
+  if (p == NULL || p->n == 0)
+    return NULL;
+  n = strlen(path);
+  if (*hint < p->n) {
+    const entry_t *e = &p->ents[*hint];
+    if (e->root == root && e->len == n &&
+        memcmp(p->names.data + e->off, path, n) == 0) {
+      (*hint)++;
+      return &e->rec;
+    }
+  }
+  rec = pc__prev_find(p, root, path);
+  if (rec != NULL)
+    *hint = (size_t)(PC__CONTAINER_OF(rec, entry_t, rec) - p->ents) + 1;
+  return rec;
+}
+
 const char *pc__prev_path(const pc__prev_t *p, const pc__prev_rec_t *rec) {
   const entry_t *e = PC__CONTAINER_OF(rec, entry_t, rec);
   return (const char *)p->names.data + e->off;

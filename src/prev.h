@@ -36,6 +36,13 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
 const pc__prev_rec_t *pc__prev_find(const pc__prev_t *p, uint32_t root,
                                     const char *path);
 
+/* pc__prev_find() for a caller that asks in the manifest's own order (the
+ * walk: a directory's names sorted, as the manifest's paths are): the
+ * record after the one last found, *hint, is looked at first.
+ */
+const pc__prev_rec_t *pc__prev_next(const pc__prev_t *p, uint32_t root,
+                                    const char *path, size_t *hint);
+
 /* The path of a record pc__prev_find() returned: NUL-terminated, owned by
  * `p`, valid until pc__prev_free(p).
  */

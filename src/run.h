@@ -75,6 +75,7 @@ typedef struct pc__run {
   struct {
     char **names; /* sorted entries of the directory being visited, each
                      followed by its d_type after the NUL (walk.c) */
+    pc__buf_t arena; /* where they are */
     size_t n, i;
     int fd;
     uint32_t root;
@@ -84,6 +85,7 @@ typedef struct pc__run {
   pc__devino_t *seen; /* directories entered (open-addressing set) */
   size_t nseen, capseen;
   pc__prev_t *prev; /* the earlier manifest's records, or NULL */
+  size_t prev_hint; /* where the next lookup may be (pc__prev_next) */
   int man_known; /* the manifest exists: never an input */
   dev_t man_dev;
   ino_t man_ino;

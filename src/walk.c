@@ -9,6 +9,7 @@
  */
 #include "run.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -76,9 +77,16 @@ static int push_dir(pc__run_t *r, uint32_t root, char *rel) {
 
 static int on_skip_list(const pc__run_t *r, const char *name, size_t len) {
   size_t k;
+  int last;
+  if (len == 0)
+    return 0;
+  last = tolower((unsigned char)name[len - 1]);
   for (k = 0; k < r->nskip_ext; k++) {
     size_t el = r->skip_len[k];
-    if (el > 0 && len > el && name[len - el - 1] == '.' &&
+    /* The last byte first: it rules out nearly every entry. */
+    if (el > 0 && len > el &&
+        tolower((unsigned char)r->skip_ext[k][el - 1]) == last &&
+        name[len - el - 1] == '.' &&
         strcasecmp(name + len - el, r->skip_ext[k]) == 0)
       return 1;
   }
@@ -144,31 +152,68 @@ static int owns_temp(const pc__run_t *r, const char *drel, const char *name,
   return mine;
 }
 
-/* 1 if `name` is FILE.gz/.br/.zst and FILE is in the sorted `names`. */
-static int is_own_output(const char *name, size_t len, char **names,
-                         size_t n) {
+/* A directory's listing, sorted by name bytes (each followed by its d_type
+ * after the NUL), and where in it the entry being visited is.
+ */
+typedef struct listing {
+  char **names;
+  size_t n, at;
+} listing_t;
+
+/* Steps taken from an entry to its neighbours before a binary search. */
+#define NEAR 8
+
+/* 1 if `key` is in the listing. `key` and the entry at ls->at share their
+ * first `plen` bytes (one is a prefix of the other), and the names that
+ * start with those bytes lie together in a sorted listing, from the
+ * shorter one on: the few steps from ls->at (by `dir`, +1 or -1) within
+ * that run usually settle it, without a search of the whole directory.
+ */
+static int listed(const listing_t *ls, const char *key, size_t plen,
+                  int dir) {
+  size_t k = ls->at, steps;
+  char *const *hit;
+  for (steps = 0; steps < NEAR; steps++) {
+    int c;
+    if ((dir < 0 && k == 0) || (dir > 0 && k + 1 >= ls->n))
+      return 0; /* the listing ends within the run */
+    k = dir < 0 ? k - 1 : k + 1;
+    if (strncmp(ls->names[k], key, plen) != 0)
+      return 0; /* past the run */
+    if ((c = strcmp(ls->names[k], key)) == 0)
+      return 1;
+    if ((dir > 0 && c > 0) || (dir < 0 && c < 0))
+      return 0; /* past where it would be */
+  }
+  hit = bsearch(&key, ls->names, ls->n, sizeof(*ls->names), cmp_names);
+  return hit != NULL;
+}
+
+/* 1 if `name` (at ls->at) is FILE.gz/.br/.zst and FILE is listed too. */
+static int is_own_output(const char *name, size_t len,
+                         const listing_t *ls) {
   int f = pc__output_format_of(name, len);
-  char key[NAME_MAX + 1], *kp = key;
+  char key[NAME_MAX + 1];
   size_t base;
 
-  if (f < 0 || names == NULL || len > NAME_MAX)
+  if (f < 0 || ls == NULL || len > NAME_MAX)
     return 0;
   base = len - strlen(pc_format_ext((pc_format_t)f)) - 1;
   memcpy(key, name, base);
   key[base] = '\0';
-  return bsearch(&kp, names, n, sizeof(*names), cmp_names) != NULL;
+  return listed(ls, key, base, -1); /* FILE sorts before FILE.ext */
 }
 
 /* The enabled formats whose output name (NAME.ext) the directory's sorted
  * listing lacks; none when there is no listing (a file PATH).
  */
 static unsigned absent_outputs(const pc__run_t *r, const char *name,
-                               size_t len, char **names, size_t n) {
-  char key[NAME_MAX + 1], *kp = key;
+                               size_t len, const listing_t *ls) {
+  char key[NAME_MAX + 1];
   unsigned absent = 0;
   int f;
 
-  if (names == NULL)
+  if (ls == NULL)
     return 0;
   for (f = 0; f < PC_NFORMATS; f++) {
     const char *ext = pc_format_ext((pc_format_t)f);
@@ -179,7 +224,7 @@ static unsigned absent_outputs(const pc__run_t *r, const char *name,
     memcpy(key, name, len);
     key[len] = '.';
     memcpy(key + len + 1, ext, el + 1);
-    if (bsearch(&kp, names, n, sizeof(*names), cmp_names) == NULL)
+    if (!listed(ls, key, len, +1)) /* NAME.ext sorts after NAME */
       absent |= PC_FMT_BIT(f);
   }
   return absent;
@@ -188,12 +233,12 @@ static unsigned absent_outputs(const pc__run_t *r, const char *name,
 /* The earlier manifest's record of this file when it still holds
  * (pc__outputs_current), else NULL.
  */
-static const pc__prev_rec_t *is_unchanged(const pc__run_t *r, uint32_t root,
+static const pc__prev_rec_t *is_unchanged(pc__run_t *r, uint32_t root,
                                            int dfd, const char *name,
                                            const char *rel,
                                            const struct stat *st,
                                            unsigned absent) {
-  const pc__prev_rec_t *p = pc__prev_find(r->prev, root, rel);
+  const pc__prev_rec_t *p = pc__prev_next(r->prev, root, rel, &r->prev_hint);
   if (p == NULL ||
       !pc__outputs_current(r->cfg.formats, p, dfd, name, st, absent))
     return NULL;
@@ -206,7 +251,7 @@ static const pc__prev_rec_t *is_unchanged(const pc__run_t *r, uint32_t root,
  */
 static int hand_on_unstatted(pc__run_t *r, uint32_t root, const char *name,
                              size_t len, char **full, const char *rel,
-                             char **names, size_t nnames) {
+                             const listing_t *ls) {
   const pc__prev_rec_t *p;
   struct stat st;
   pc__job_t *j;
@@ -215,7 +260,8 @@ static int hand_on_unstatted(pc__run_t *r, uint32_t root, const char *name,
   /* The record first: a new file then costs one lookup here, not every
    * filter twice.
    */
-  if ((p = pc__prev_find(r->prev, root, rel)) == NULL || p->size == 0 ||
+  if ((p = pc__prev_next(r->prev, root, rel, &r->prev_hint)) == NULL ||
+      p->size == 0 ||
       pc__is_temp_name(name) || !in_shard(r, rel, strlen(rel)) ||
       excluded(r, rel) ||
       pc__output_format_of(name, len) >= 0 || on_skip_list(r, name, len))
@@ -233,7 +279,7 @@ static int hand_on_unstatted(pc__run_t *r, uint32_t root, const char *name,
     return 1;
   }
   j->prev = p;
-  j->absent = absent_outputs(r, name, len, names, nnames);
+  j->absent = absent_outputs(r, name, len, ls);
   pc__run_push(r, j);
   return 1;
 }
@@ -244,7 +290,7 @@ static int hand_on_unstatted(pc__run_t *r, uint32_t root, const char *name,
  */
 static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
                   const char *drel, const char *name, unsigned char dtype,
-                  char **names, size_t nnames) {
+                  const listing_t *ls) {
   size_t len = strlen(name);
   char *full = NULL, *rel = NULL;
   const pc__prev_rec_t *prev;
@@ -255,7 +301,7 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
    * inode: the stat below would end in the same place. On a tree
    * compressed before, that is half the entries, each a stat saved.
    */
-  if (dtype == DT_REG && is_own_output(name, len, names, nnames))
+  if (dtype == DT_REG && is_own_output(name, len, ls))
     return;
   full = pc__path_join(dfull, name);
   rel = pc__path_join(drel, name);
@@ -264,7 +310,7 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     goto out;
   }
   if (dtype == DT_REG && r->prev != NULL &&
-      hand_on_unstatted(r, root, name, len, &full, rel, names, nnames))
+      hand_on_unstatted(r, root, name, len, &full, rel, ls))
     goto out;
   if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT) /* gone since the listing: nothing to do */
@@ -316,7 +362,7 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
   }
   if (r->man_known && st.st_dev == r->man_dev && st.st_ino == r->man_ino)
     goto out;
-  if (is_own_output(name, len, names, nnames))
+  if (is_own_output(name, len, ls))
     goto out;
 
   if (excluded(r, rel))
@@ -325,7 +371,7 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
            on_skip_list(r, name, len))
     pc__run_skip(r, root, rel, full, PC_SKIP_EXTENSION, &st, 0);
   else {
-    unsigned absent = absent_outputs(r, name, len, names, nnames);
+    unsigned absent = absent_outputs(r, name, len, ls);
     pc_skip_t why = st.st_size == 0 ? PC_SKIP_EMPTY
                     : (uint64_t)st.st_size < r->opts->min_size
                         ? PC_SKIP_MIN_SIZE
@@ -363,10 +409,8 @@ out:
 }
 
 static void close_cur(pc__run_t *r) {
-  size_t k;
-  for (k = 0; k < r->cur.n; k++)
-    free(r->cur.names[k]);
   free(r->cur.names);
+  pc__buf_free(&r->cur.arena);
   if (r->cur.fd >= 0)
     close(r->cur.fd);
   free(r->cur.rel);
@@ -442,20 +486,27 @@ static void open_next(pc__run_t *r) {
     {
       /* The entry's type (d_type, DT_UNKNOWN where the file system does
        * not say) rides after the name's NUL: the names sort and search as
-       * plain strings.
+       * plain strings. All of them in one arena; until it stops growing,
+       * names[] holds offsets into it.
        */
       size_t l = strlen(de->d_name);
-      char *e = malloc(l + 2);
-      if (e == NULL) {
+      if (pc__buf_reserve(&r->cur.arena, l + 2) != 0) {
         r->fatal = -ENOMEM;
         break;
       }
-      memcpy(e, de->d_name, l + 1);
-      e[l + 1] = (char)de->d_type;
-      r->cur.names[r->cur.n++] = e;
+      r->cur.names[r->cur.n++] = (char *)(uintptr_t)r->cur.arena.len;
+      memcpy(r->cur.arena.data + r->cur.arena.len, de->d_name, l + 1);
+      r->cur.arena.data[r->cur.arena.len + l + 1] = de->d_type;
+      r->cur.arena.len += l + 2;
     }
   }
   closedir(dir);
+  {
+    size_t k;
+    for (k = 0; k < r->cur.n; k++)
+      r->cur.names[k] =
+          (char *)r->cur.arena.data + (uintptr_t)r->cur.names[k];
+  }
   if (err != 0) {
     pc__run_error(r, r->cur.full, err);
     close_cur(r);
@@ -489,7 +540,7 @@ int pc__walk_start(pc__run_t *r) {
         pc__run_error(r, root->dir, PC__ERRNO());
         continue;
       }
-      visit(r, k, dfd, root->dir, "", root->file, DT_UNKNOWN, NULL, 0);
+      visit(r, k, dfd, root->dir, "", root->file, DT_UNKNOWN, NULL);
       if (dfd != AT_FDCWD)
         close(dfd);
     } else {
@@ -512,8 +563,12 @@ int pc__walk_step(pc__run_t *r, unsigned budget) {
     }
     while (r->cur.i < r->cur.n && budget > 0) {
       const char *nm = r->cur.names[r->cur.i];
+      listing_t ls;
+      ls.names = r->cur.names;
+      ls.n = r->cur.n;
+      ls.at = r->cur.i;
       visit(r, r->cur.root, r->cur.fd, r->cur.full, r->cur.rel, nm,
-            (unsigned char)nm[strlen(nm) + 1], r->cur.names, r->cur.n);
+            (unsigned char)nm[strlen(nm) + 1], &ls);
       r->cur.i++;
       budget--;
     }

@@ -37,6 +37,37 @@ class StaleOutputs(PCTestCase):
         self.assertEqual(e.get("gz"), {"skipped": "ratio"})
         self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css.gz")))
 
+    def test_outputs_found_among_many_names_sharing_a_prefix(self):
+        # The walk finds NAME.gz beside NAME in the sorted listing by looking
+        # at NAME's neighbours first: names like NAME-00 sort between the two
+        # ('-' < '.'), more of them than it looks at before searching. Stale
+        # outputs of an incompressible NAME must still be seen and removed,
+        # and garbage at a kept output's name replaced, with --manifest too.
+        root = self.path("tree")
+        os.mkdir(root)
+        text = b"function f(a, b) { return a + b; }\n" * 40
+        write(os.path.join(root, "x"), os.urandom(2000))        # never kept
+        write(os.path.join(root, "y.js"), text)                  # always kept
+        for name in ("x", "y.js"):
+            for k in range(20):
+                write(os.path.join(root, "%s-%02d" % (name, k)), text + b"%d" % k)
+            for ext in ("gz", "br"):
+                write(os.path.join(root, "%s.%s" % (name, ext)), b"garbage, not an output")
+            write(os.path.join(root, name + ".a"), text)
+        man = ["--manifest", self.path("m.json")]
+        for args in ([], man, man):  # no records; none yet; the records
+            r = self.run_ok(["-q"] + args + [root])
+            for ext in ("gz", "br"):
+                self.assertFalse(os.path.lexists(os.path.join(root, "x." + ext)), "stale x.%s left: %r" % (ext, r))
+                out = os.path.join(root, "y.js." + ext)
+                self.assertEqual(decode(ext, out), text, out)
+            for ext in ("gz", "br"):
+                write(os.path.join(root, "x." + ext), b"garbage again")
+        m = manifest_by_path(load_manifest(self.path("m.json"))[0])
+        self.assertNotIn(b"y.js.gz", m, "an output of ours recorded as an input")
+        self.assertEqual(m[b"x"]["gz"], {"skipped": "ratio"})
+        self.assertIn("size", m[b"y.js"]["gz"])
+
     def test_output_removed_by_a_stricter_max_ratio(self):
         root = self.copy_site()
         self.run_ok(["-q", root])
