@@ -509,7 +509,8 @@ static int fill_lines(load_t *ld, size_t *i) {
   }
   /* A part that cannot have its thread is parsed again below, in order. */
   for (k = 0; k < np; k++)
-    parts[k].started = uv_thread_create(&parts[k].tid, part_run, &parts[k]) == 0;
+    parts[k].started =
+        uv_thread_create(&parts[k].tid, part_run, &parts[k]) == 0;
   if (np > 0)
     stop = parts[0].start;
   err = read_lines(ld, i, stop, 1, &ended);

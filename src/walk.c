@@ -246,8 +246,8 @@ static const pc__prev_rec_t *is_unchanged(pc__run_t *r, uint32_t root,
 }
 
 /* A regular file (per the listing), not an output of ours, that the
- * earlier manifest records and whose name passes every filter: handed to a worker without a stat, which
- * checks it there (job.h). 1 when it was.
+ * earlier manifest records and whose name passes every filter: handed to
+ * a worker without a stat, which checks it there (job.h). 1 when it was.
  */
 static int hand_on_unstatted(pc__run_t *r, uint32_t root, const char *name,
                              size_t len, char **full, const char *rel,
