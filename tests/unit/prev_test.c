@@ -55,6 +55,17 @@ static void head(void) {
       "\"gzip_level\": 9, \"max_ratio\": 0.95},\n  \"files\": [\n");
 }
 
+/* Lines f<from>..f<to - 1> of one shape, each followed by a comma but the
+ * last unless `comma_after_last`.
+ */
+static void lines(size_t from, size_t to, int comma_after_last) {
+  size_t k;
+  for (k = from; k < to; k++)
+    put("    {\"path\": \"f%zu\", \"size\": 2, \"mtime_ns\": 3, "
+        "\"gz\": {\"size\": 1}}%s\n",
+        k, k + 1 < to || comma_after_last ? "," : "");
+}
+
 static int load(pc__prev_t **p, unsigned threads, size_t min_part) {
   FILE *f = fopen(path, "wb");
   if (f == NULL || fwrite(doc, 1, len, f) != len || fclose(f) != 0)
@@ -176,15 +187,9 @@ int main(void) {
    * (f5 and up): the parts' starts all lie past the array.
    */
   head();
-  for (k = 0; k < 5; k++)
-    put("    {\"path\": \"f%zu\", \"size\": 2, \"mtime_ns\": 3, "
-        "\"gz\": {\"size\": 1}}%s\n",
-        k, k + 1 < 5 ? "," : "");
+  lines(0, 5, 0);
   put("  ],\n  \"extra\": [\n");
-  for (k = 5; k < 2000; k++)
-    put("    {\"path\": \"f%zu\", \"size\": 2, \"mtime_ns\": 3, "
-        "\"gz\": {\"size\": 1}}%s\n",
-        k, k + 1 < 2000 ? "," : "");
+  lines(5, 2000, 0);
   put("  ]\n}\n");
   same("starts past the array", 2000, NULL, 0);
   EXPECT(load(&p, 4, 1) == 0 && p != NULL);
@@ -194,19 +199,13 @@ int main(void) {
 
   /* A bad line near the end, inside the last part: refused whole. */
   head();
-  for (k = 0; k < 2000; k++)
-    put("    {\"path\": \"f%zu\", \"size\": 2, \"mtime_ns\": 3, "
-        "\"gz\": {\"size\": 1}},\n",
-        k);
+  lines(0, 2000, 1);
   put("    {\"path\": \"bad\", \"size\": }\n  ]\n}\n");
   same("bad last line", 2000, NULL, PC_EBADMANIFEST);
 
   /* A trailing comma at the very end of the array. */
   head();
-  for (k = 0; k < 2000; k++)
-    put("    {\"path\": \"f%zu\", \"size\": 2, \"mtime_ns\": 3, "
-        "\"gz\": {\"size\": 1}},\n",
-        k);
+  lines(0, 2000, 1);
   put("  ]\n}\n");
   same("trailing comma", 2000, NULL, PC_EBADMANIFEST);
 
