@@ -208,6 +208,7 @@ typedef struct sink {
   int old;        /* the old manifest, or -1: no match to look for */
   off_t old_size;
   off_t same;     /* bytes so far, all equal to the old file's */
+  struct timespec old_ctime; /* must not move while its bytes count */
   pc__buf_t cmp;  /* the old file's bytes of one block */
   pc__out_t out;  /* the temp, once opened */
   int writing;
@@ -229,6 +230,7 @@ static int pread_all(int fd, unsigned char *p, size_t n, off_t off) {
 }
 
 static int sink_open(sink_t *k) {
+  struct stat st;
   off_t at = 0;
   int err;
   if ((err = pc__out_open(&k->out, AT_FDCWD, k->path)) != 0)
@@ -242,6 +244,14 @@ static int sink_open(sink_t *k) {
       return err;
     at += (off_t)n;
   }
+  /* Runs replace it by rename, which leaves this inode alone; something
+   * that rewrote it in place since it was compared spoils the copy.
+   */
+  if (k->same > 0 &&
+      (fstat(k->old, &st) != 0 || st.st_size != k->old_size ||
+       st.st_ctim.tv_sec != k->old_ctime.tv_sec ||
+       st.st_ctim.tv_nsec != k->old_ctime.tv_nsec))
+    return PC_ECHANGED;
   return 0;
 }
 
@@ -280,7 +290,10 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
     close(snk.old);
     snk.old = -1;
   }
-  snk.old_size = snk.old >= 0 ? st.st_size : 0;
+  if (snk.old >= 0) {
+    snk.old_size = st.st_size;
+    snk.old_ctime = st.st_ctim;
+  }
   if (r->nrecs > 1)
     qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
   if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0)
