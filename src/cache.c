@@ -181,23 +181,26 @@ out:
 
 int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
                   pc_format_t f, int level, pc_gzip_engine_t engine,
-                  const char *src, uint64_t len, uint64_t limit) {
+                  const char *src, const unsigned char *mem, uint64_t len,
+                  uint64_t limit) {
   char path[PATH_MAX];
   unsigned char hdr[HDR], *buf = NULL;
   pc__out_t o = PC__OUT_INIT;
   XXH3_state_t *xs = NULL;
-  struct stat st;
   int in = -1, err, stored = 0;
 
   if (entry_path(c, h, size, f, level, engine, path, sizeof(path)) != 0)
     return 0;
-  if ((err = pc__out_open(&o, AT_FDCWD, path)) == -ENOENT) {
+  /* Readable by all (less the umask), like any file of a shared cache; its
+   * mtime, the time of last use for the trim, is now: written just now.
+   */
+  if ((err = pc__out_open_mode(&o, AT_FDCWD, path, 0644)) == -ENOENT) {
     /* The two-hex-digit subdirectory, on first use. */
     char *slash = strrchr(path, '/');
     *slash = '\0';
     mkdir(path, 0777);
     *slash = '/';
-    err = pc__out_open(&o, AT_FDCWD, path);
+    err = pc__out_open_mode(&o, AT_FDCWD, path, 0644);
   }
   if (err != 0)
     return 0;
@@ -206,12 +209,18 @@ int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
   hdr[8] = src == NULL;
   put64(hdr + 16, src == NULL ? 0 : len);
   put64(hdr + 24, limit);
-  if (pc__out_write(&o, hdr, HDR) != 0)
-    goto fail;
-  if (src != NULL) {
+  if (src != NULL && mem != NULL) {
+    /* All of it at hand: the header with its sum first, then the bytes. */
+    XXH128_hash_t sum = XXH3_128bits(mem, (size_t)len);
+    put64(hdr + 32, sum.low64);
+    put64(hdr + 40, sum.high64);
+    if (pc__out_write(&o, hdr, HDR) != 0 || pc__out_write(&o, mem, len) != 0)
+      goto fail;
+  } else if (src != NULL) {
     uint64_t left = len;
     XXH128_hash_t sum;
-    if ((in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
+    if (pc__out_write(&o, hdr, HDR) != 0 ||
+        (in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
         (xs = XXH3_createState()) == NULL || (buf = malloc(BUF)) == NULL)
       goto fail;
     XXH3_128bits_reset(xs);
@@ -227,12 +236,10 @@ int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
     put64(hdr + 40, sum.high64);
     if (pwrite(o.fd, hdr, HDR, 0) != HDR)
       goto fail;
+  } else if (pc__out_write(&o, hdr, HDR) != 0) {
+    goto fail;
   }
-  memset(&st, 0, sizeof(st));
-  st.st_mode = 0644;
-  st.st_atim.tv_nsec = UTIME_NOW;
-  st.st_mtim.tv_nsec = UTIME_NOW;
-  stored = pc__out_commit(&o, path, &st, 0) == 0;
+  stored = pc__out_finish(&o, path) == 0;
   goto out;
 fail:
   pc__out_discard(&o);

@@ -38,14 +38,16 @@ int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
                   pc_format_t f, int level, pc_gzip_engine_t engine,
                   pc__cache_hit_t *hit);
 
-/* Stores the output at `path` (already written, `len` bytes) as the entry,
- * or, when path is NULL, a rejection above `limit`. Best effort: a cache
- * that cannot be written is not an error of the run. 1 when an entry was
- * stored, else 0.
+/* Stores the output at `path` (already written, `len` bytes; taken from
+ * `mem` instead when not NULL: the same bytes, still in memory) as the
+ * entry, or, when path is NULL, a rejection above `limit`. Best effort: a
+ * cache that cannot be written is not an error of the run. 1 when an entry
+ * was stored, else 0.
  */
 int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                   pc_format_t f, int level, pc_gzip_engine_t engine,
-                   const char *path, uint64_t len, uint64_t limit);
+                  pc_format_t f, int level, pc_gzip_engine_t engine,
+                  const char *path, const unsigned char *mem, uint64_t len,
+                  uint64_t limit);
 
 /* Removes least recently used entries until the cache holds at most
  * max_bytes. 0 or a negative code.

@@ -47,6 +47,8 @@ struct fmt_state {
   int on;           /* enabled and not dropped */
   int cached;       /* the result came from the cache */
   int cache_fd;     /* a cached payload to copy, or -1 */
+  const unsigned char *mem; /* once settled: all of the output, still in
+                               buf (never spilled before), or NULL */
 };
 
 pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
@@ -445,7 +447,7 @@ out:
 static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   pc_output_t *o = &j->out[f];
   struct stat ost;
-  int exists, err;
+  int exists, whole, err;
 
   /* The walk's listing of the directory lacked the name: it is taken as
    * absent, which saves a failing lookup per output on a fresh tree. Should
@@ -488,10 +490,13 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
     return 0;
   if (s->cache_fd >= 0 && (err = copy_fd(j, s, s->cache_fd, o->size)) != 0)
     return err;
+  whole = s->out.fd < 0 && s->buf.len == o->size;
   if ((err = spill(j, s)) != 0) {
     fail(j, err, s->final);
     return err;
   }
+  if (whole) /* spill() empties buf but keeps its bytes */
+    s->mem = s->buf.data;
   if ((err = pc__out_commit(&s->out, s->base, j->st, j->cfg->fsync)) != 0)
     fail(j, err, s->final);
   return err;
@@ -838,7 +843,7 @@ static void job_run(pc__job_t *j) {
       j->cache_puts += (unsigned)pc__cache_put(
           j->cfg->cache, h, j->size, (pc_format_t)f, j->cfg->level[f],
           j->cfg->gzip_engine,
-          j->out[f].state == PC_OUT_KEPT ? fs[f].final : NULL,
+          j->out[f].state == PC_OUT_KEPT ? fs[f].final : NULL, fs[f].mem,
           j->out[f].size,
           pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
   }

@@ -75,6 +75,11 @@ static char *temp_name(const char *final) {
 }
 
 int pc__out_open(pc__out_t *o, int dirfd, const char *final) {
+  return pc__out_open_mode(o, dirfd, final, 0600);
+}
+
+int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final,
+                      mode_t mode) {
   int tries;
 
   o->fd = -1;
@@ -86,7 +91,7 @@ int pc__out_open(pc__out_t *o, int dirfd, const char *final) {
     if (tmp == NULL)
       return -ENOMEM;
     fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                0600);
+                mode);
     if (fd >= 0) {
       o->fd = fd;
       o->tmp = tmp;
@@ -143,19 +148,10 @@ static int sync_dir(int dirfd, const char *path) {
   return err;
 }
 
-int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
-                   int sync) {
-  struct timespec times[2];
-  int err = 0;
-
-  times[0] = src->st_atim;
-  times[1] = src->st_mtim;
-  /* Through the descriptor: nothing can swap the file under us between the
-   * write and the metadata. Only permission bits: never set-id bits.
-   */
-  if (fchmod(o->fd, src->st_mode & 0777) != 0 || futimens(o->fd, times) != 0 ||
-      (sync && fsync(o->fd) != 0))
-    err = PC__ERRNO();
+/* The end of both: close (its error counts), rename unless `err`, remove
+ * the temp when anything failed.
+ */
+static int finish(pc__out_t *o, const char *final, int err, int sync) {
   /* close() reports delayed write errors (NFS, quota): check it. */
   if (close(o->fd) != 0 && err == 0)
     err = PC__ERRNO();
@@ -169,6 +165,26 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
   free(o->tmp);
   o->tmp = NULL;
   return err;
+}
+
+int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
+                   int sync) {
+  struct timespec times[2];
+  int err = 0;
+
+  times[0] = src->st_atim;
+  times[1] = src->st_mtim;
+  /* Through the descriptor: nothing can swap the file under us between the
+   * write and the metadata. Only permission bits: never set-id bits.
+   */
+  if (fchmod(o->fd, src->st_mode & 0777) != 0 || futimens(o->fd, times) != 0 ||
+      (sync && fsync(o->fd) != 0))
+    err = PC__ERRNO();
+  return finish(o, final, err, sync);
+}
+
+int pc__out_finish(pc__out_t *o, const char *final) {
+  return finish(o, final, 0, 0);
 }
 
 void pc__out_discard(pc__out_t *o) {

@@ -26,6 +26,12 @@ typedef struct pc__out {
  */
 int pc__out_open(pc__out_t *o, int dirfd, const char *final);
 
+/* pc__out_open() with another creation mode (less the umask): for files of
+ * our own, such as cache entries, that pc__out_finish() renames as they are.
+ */
+int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final,
+                      mode_t mode);
+
 /* Writes all n bytes, retrying short writes and EINTR. */
 int pc__out_write(pc__out_t *o, const void *p, size_t n);
 
@@ -38,6 +44,11 @@ int pc__out_write(pc__out_t *o, const void *p, size_t n);
  */
 int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
                    int sync);
+
+/* Closes the temp and renames it over `final` as it is: the mode it was
+ * created with, the times of its writes. On failure the temp is removed.
+ */
+int pc__out_finish(pc__out_t *o, const char *final);
 
 /* Closes and removes the temp, if any (cleanup path; never fails). */
 void pc__out_discard(pc__out_t *o);

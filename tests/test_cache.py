@@ -10,11 +10,12 @@ import sys
 sys.dont_write_bytecode = True
 import json
 import os
+import random
 import stat
 import subprocess
 import time
 
-from pctest import PROGRAM, PCTestCase, child_env, classify, fsb, main, run, walk_all, words_data
+from pctest import PROGRAM, PCTestCase, child_env, classify, fsb, gz_oracle, main, run, walk_all, words_data
 
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 HDR = 48  # src/cache.c: magic, flags, payload length, limit, XXH3-128
@@ -86,6 +87,43 @@ class Cache(Base):
         self.assertGreater(len(entries(cache)), 0)
         _, _, s2 = self.fresh_run(src, "b", cache)
         self.assertEqual(s2["cached"], s1["compressed"], s2)
+
+    def test_outputs_over_a_mebibyte_are_stored_and_checked_too(self):
+        # An output that spilled to its temp file (over 1 MiB) is stored by reading it back;
+        # smaller ones from memory. Both kinds must come back as the oracle's bytes, and a
+        # damaged big entry must be a miss. gzip only: brotli 11 on megabytes takes seconds.
+        src = self.tree("src", n=3)
+        rnd = random.Random(7)
+        text = words_data(500 * 64, seed=7)
+        with open(os.path.join(src, "big.js"), "wb") as f:
+            for k in range(1800):  # 1.8 MB, half random bytes: gzip keeps about 60%
+                f.write(rnd.randbytes(500))
+                f.write(text[500 * (k % 64):500 * (k % 64 + 1)])
+        cache = self.path("cache")
+        got = []
+        for name in ("a", "b", "c"):
+            root = self.copy(src, name)
+            r = run(["--json", "--no-brotli", "--cache-dir", cache, root])
+            self.assertEqual(r.rc, 0, r)
+            got.append(summary_json(r))
+            for rel in ("big.js", "d/f00.js", "d/f02.js"):
+                p = os.path.join(root, rel)
+                with open(p, "rb") as f:
+                    want = gz_oracle(f.read())
+                with open(p + ".gz", "rb") as f:
+                    self.assertEqual(f.read(), want, "%s: %s.gz" % (name, rel))
+            if name == "a":
+                big = {p: b for p, b in entries(cache).items() if len(b) > (1 << 20) + HDR}
+                self.assertEqual(len(big), 1, "the one entry over 1 MiB: %r" % sorted(big))
+            if name == "b":
+                for p, blob in big.items():  # one bit flipped mid-payload
+                    at = HDR + (len(blob) - HDR) // 2
+                    with open(p, "r+b") as f:
+                        f.seek(at)
+                        f.write(bytes([blob[at] ^ 0x40]))
+        self.assertEqual(got[0]["cached"], 0, got[0])
+        self.assertEqual(got[1]["cached"], got[0]["compressed"], got[1])
+        self.assertEqual(got[2]["cached"], got[0]["compressed"] - 1, "big.js compressed again: %r" % got[2])
 
     def test_rejections_are_taken_from_the_cache(self):
         # An entry may say "rejected above LIMIT": at a limit up to that one the output is not
