@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define PC__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -20,6 +21,11 @@
  * setting errno still reports a failure.
  */
 #define PC__ERRNO() (errno > 0 ? -errno : -EIO)
+
+/* A file time in nanoseconds, as the manifest records it. */
+static inline int64_t pc__ns(struct timespec t) {
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
 
 /* Keep rule: out * den <= in * num, in 128-bit so no product overflows. */
 static inline int pc__keep(uint64_t in, uint64_t out, uint64_t num,

@@ -64,7 +64,7 @@ pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
   j->root = root;
   j->root_fd = root_fd;
   j->size = (uint64_t)st->st_size;
-  j->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+  j->mtime_ns = pc__ns(st->st_mtim);
   j->via_link = via_link;
   j->cfg = cfg;
   j->pdir = -1;
@@ -568,9 +568,7 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
   char oname[NAME_MAX + 1];
   int f;
 
-  if (p->size != (uint64_t)st->st_size ||
-      p->mtime_ns !=
-          (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec)
+  if (p->size != (uint64_t)st->st_size || p->mtime_ns != pc__ns(st->st_mtim))
     return 0;
   for (f = 0; f < PC_NFORMATS; f++) {
     const char *ext = pc_format_ext((pc_format_t)f);
@@ -628,7 +626,7 @@ static int check_prev(pc__job_t *j) {
   }
   *j->st = st;
   j->size = (uint64_t)st.st_size;
-  j->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  j->mtime_ns = pc__ns(st.st_mtim);
   if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
     j->skip = st.st_size == 0 ? PC_SKIP_EMPTY : PC_SKIP_MIN_SIZE;
     j->prev = NULL;
@@ -728,16 +726,14 @@ static void job_run(pc__job_t *j) {
      * mtime, kept in the job then), and its outputs get the atime it had
      * then: our own hashing read moved it since.
      */
-    if ((uint64_t)st.st_size != j->size ||
-        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
-            j->mtime_ns) {
+    if ((uint64_t)st.st_size != j->size || pc__ns(st.st_mtim) != j->mtime_ns) {
       fail(j, PC_ECHANGED, NULL);
       goto out;
     }
     st.st_atim = j->atime0;
   }
   j->atime0 = st.st_atim;
-  j->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  j->mtime_ns = pc__ns(st.st_mtim);
   if (!S_ISREG(st.st_mode)) {
     fail(j, PC_ENOTREG, NULL);
     goto out;

@@ -73,7 +73,6 @@ typedef struct pc__job {
   uint64_t weight;        /* the heap's key: the unit's total size */
   uint64_t mem;           /* its encoders' peak memory (the unit's: the
                              largest of its jobs', run one after another) */
-  int big;                /* in flight, counted in the run's big_mem */
   unsigned absent;        /* formats whose output name the walk's listing
                              lacked: no stat needed to create it */
 

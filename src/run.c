@@ -88,6 +88,11 @@ static pc__job_t *heap_pop(pc__heap_t *h) {
   return top;
 }
 
+/* A unit that waits in (and runs from) the big heap, counted in big_mem
+ * while in flight: the head's mem is the unit's until after_work.
+ */
+static int is_big(const pc__job_t *j) { return j->mem > MEM_SMALL; }
+
 static void heap_free(pc__heap_t *h) {
   while (h->n > 0)
     pc__job_free(h->v[--h->n]);
@@ -196,8 +201,7 @@ void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
   rec.err = err;
   if (st != NULL && skip != PC_SKIP_SPECIAL) {
     rec.size = (uint64_t)st->st_size;
-    rec.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
-                   st->st_mtim.tv_nsec;
+    rec.mtime_ns = pc__ns(st->st_mtim);
   }
   if (err != 0) {
     int f;
@@ -240,7 +244,7 @@ void pc__run_error(pc__run_t *r, const char *path, int err) {
  * run ends with ENOMEM.
  */
 static void requeue(pc__run_t *r, pc__job_t *j) {
-  pc__heap_t *h = j->mem > MEM_SMALL ? &r->big : &r->small;
+  pc__heap_t *h = is_big(j) ? &r->big : &r->small;
   if (h->n == h->cap) {
     size_t ncap = h->cap ? h->cap * 2 : 256;
     pc__job_t **n = realloc(h->v, ncap * sizeof(*n));
@@ -395,12 +399,11 @@ static void after_work_cb(uv_work_t *req, int status) {
   slot->next_free = r->free_slots;
   r->free_slots = slot;
   r->in_flight--;
-  if (j->big)
+  if (is_big(j))
     r->big_mem -= j->mem;
   /* From here on each job stands alone (a parked one is requeued by
    * itself): only the head carried the unit's weight and memory.
    */
-  j->big = 0;
   j->weight = j->size;
   j->mem = job_mem(r, j);
   while (j != NULL) {
@@ -429,7 +432,6 @@ static void schedule(pc__run_t *r) {
     int err;
     if (fits && (s == NULL || b->weight >= s->weight)) {
       j = heap_pop(&r->big);
-      j->big = 1;
       r->big_mem += j->mem;
     } else if (s != NULL) {
       j = heap_pop(&r->small);
@@ -439,7 +441,7 @@ static void schedule(pc__run_t *r) {
     slot->head = j;
     err = uv_queue_work(&r->loop, &slot->req, work_cb, after_work_cb);
     if (err != 0) {
-      if (j->big)
+      if (is_big(j))
         r->big_mem -= j->mem;
       slot->head = NULL;
       pc__job_free(j);
