@@ -26,9 +26,9 @@ extern "C" {
 #endif
 
 #define PC_VERSION_MAJOR 1
-#define PC_VERSION_MINOR 0
+#define PC_VERSION_MINOR 1
 #define PC_VERSION_PATCH 0
-#define PC_VERSION_STRING "1.0.0"
+#define PC_VERSION_STRING "1.1.0"
 
 /* Error codes. System errors are negated errno values (-ENOENT, ...), the
  * same numbers libuv uses on Unix. The library's own start at -4000.
@@ -137,6 +137,8 @@ typedef struct pc_file {
                            file was not read; out[] is from that manifest */
   int deduped;          /* outputs copied from a file with the same bytes */
   int cached;           /* outputs taken from the --cache-dir cache */
+  int alone;            /* its encoders' estimate passed the memory limit
+                           by itself: it ran with no other file beside it */
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
@@ -167,6 +169,12 @@ typedef struct pc_totals {
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
   uint64_t removed;    /* outputs removed (or, dry run, to remove) */
   int signo;           /* SIGINT or SIGTERM when the run was interrupted */
+  uint64_t mem_limit;  /* the memory limit the run kept to (bytes), or
+                          PC_MEMORY_UNLIMITED */
+  uint64_t mem_peak;   /* the most the units in flight were estimated to
+                          take at once (encoders and buffers, bytes) */
+  uint64_t ran_alone;  /* files that ran alone, over the limit by
+                          themselves */
   struct {
     uint64_t files;     /* outputs kept */
     uint64_t bytes_in;  /* source bytes of those files */
@@ -209,6 +217,12 @@ typedef struct pc_options {
 
   int follow;       /* enter symlinked directories */
   unsigned jobs;    /* files compressed at once; 0 = pc_default_jobs() */
+  /* What the files in flight may take together, by their encoders' and
+   * buffers' estimates (bytes). A file waits only while starting it would
+   * pass the limit; one that passes it by itself runs alone. 0 means
+   * pc_default_memory_limit(); PC_MEMORY_UNLIMITED, no limit.
+   */
+  uint64_t memory_limit;
   /* Write the JSON manifest here (NULL: none). When it exists already and
    * was written with the same formats, levels and ratio, a file whose size
    * and mtime match its record and whose outputs are present with the
@@ -256,6 +270,25 @@ PC_EXTERN const char *const *pc_default_skip_ext(size_t *n);
  * quota (v2 cpu.max or v1 cfs_quota/period), at least 1.
  */
 PC_EXTERN unsigned pc_default_jobs(void);
+
+/* No memory limit (pc_options_t.memory_limit, pc_memlimit_t.limit). */
+#define PC_MEMORY_UNLIMITED UINT64_MAX
+
+/* The default memory limit and why. */
+typedef struct pc_memlimit {
+  uint64_t limit;     /* half of `found`; PC_MEMORY_UNLIMITED if none */
+  uint64_t found;     /* the smallest bound that applies (bytes), or 0 */
+  const char *source; /* static: "cgroup memory.max", "cgroup memory.high",
+                         "cgroup v1 memory.limit_in_bytes", "RLIMIT_AS",
+                         "RLIMIT_DATA", "MemAvailable", or "none" */
+} pc_memlimit_t;
+
+/* The memory a run may use by default: half of the smallest of this
+ * process's cgroup v2 memory.max and memory.high (its own cgroup and every
+ * ancestor), the cgroup v1 memory.limit_in_bytes, RLIMIT_AS, RLIMIT_DATA and
+ * /proc/meminfo's MemAvailable.
+ */
+PC_EXTERN void pc_default_memory_limit(pc_memlimit_t *m);
 
 /* 1 if this build can write f. */
 PC_EXTERN int pc_format_available(pc_format_t f);

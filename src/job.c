@@ -72,6 +72,24 @@ pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
   return j;
 }
 
+uint64_t pc__job_mem(const pc__cfg_t *cfg, uint64_t size) {
+  uint64_t m = 0, in = size < CHUNK ? size : CHUNK;
+  uint64_t out = size < SPILL ? size : SPILL;
+  int f;
+
+  /* The file's bytes (whole, or one chunk and its re-read to compare with
+   * an identical file's), and per format its encoder and the output held
+   * until it spills, which pc__buf_reserve() may have doubled past SPILL.
+   */
+  m += 2 * in;
+  for (f = 0; f < PC_NFORMATS; f++)
+    if (cfg->formats & PC_FMT_BIT(f))
+      m += pc__enc_mem((pc_format_t)f, cfg->level[f], cfg->gzip_engine,
+                       size) +
+           2 * out + ((uint64_t)64 << 10);
+  return m;
+}
+
 void pc__job_free(pc__job_t *j) {
   while (j != NULL) {
     pc__job_t *next = j->batch;

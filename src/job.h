@@ -73,6 +73,10 @@ typedef struct pc__job {
   uint64_t weight;        /* the heap's key: the unit's total size */
   uint64_t mem;           /* its encoders' peak memory (the unit's: the
                              largest of its jobs', run one after another) */
+  int filler;             /* schedule.c: started while a larger unit waited
+                             for memory; counted in its reserve */
+  int alone;              /* schedule.c: over the memory limit by itself, so
+                             started with nothing else in flight */
   unsigned absent;        /* formats whose output name the walk's listing
                              lacked: no stat needed to create it */
 
@@ -119,6 +123,11 @@ pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
  * request gets err PC_EINTERRUPTED.
  */
 void pc__job_run_unit(pc__job_t *head);
+
+/* The most a job on a file of `size` bytes takes at once: its encoders
+ * (codec.c's estimates) and its read and output buffers.
+ */
+uint64_t pc__job_mem(const pc__cfg_t *cfg, uint64_t size);
 
 /* Frees the job and the rest of its unit. */
 void pc__job_free(pc__job_t *j);

@@ -44,69 +44,9 @@
 #define BATCH_BYTES ((uint64_t)256 << 10)
 #define BATCH_FILES 64
 
-/* Units whose encoders take more than this wait for room in the memory
- * budget: brotli 10..11 on files it streams, over 256 KiB (codec.c's
- * table). Smaller ones only count against the number of jobs.
- */
-#define MEM_SMALL ((uint64_t)14 << 20)
-/* The budget for big units in flight: MEM_BUDGET_MIN, or MEM_PER_BIG per
- * job on more cores. At -j2 a 2.5 MB file at brotli 11 (40 MiB) then runs
- * beside files up to 256 KiB, not beside another big one.
- */
-#define MEM_BUDGET_MIN ((uint64_t)48 << 20)
-#define MEM_PER_BIG ((uint64_t)24 << 20)
-
-/* Max-heap of pending units, largest first. */
-static void heap_push(pc__heap_t *h, pc__job_t *j) {
-  size_t i = h->n++;
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (h->v[p]->weight >= j->weight)
-      break;
-    h->v[i] = h->v[p];
-    i = p;
-  }
-  h->v[i] = j;
-}
-
-static pc__job_t *heap_pop(pc__heap_t *h) {
-  pc__job_t *top = h->v[0], *last = h->v[--h->n];
-  size_t i = 0, n = h->n;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= n)
-      break;
-    if (c + 1 < n && h->v[c + 1]->weight > h->v[c]->weight)
-      c++;
-    if (last->weight >= h->v[c]->weight)
-      break;
-    h->v[i] = h->v[c];
-    i = c;
-  }
-  if (n > 0)
-    h->v[i] = last;
-  return top;
-}
-
-/* A unit that waits in (and runs from) the big heap, counted in big_mem
- * while in flight: the head's mem is the unit's until after_work.
- */
-static int is_big(const pc__job_t *j) { return j->mem > MEM_SMALL; }
-
-static void heap_free(pc__heap_t *h) {
-  while (h->n > 0)
-    pc__job_free(h->v[--h->n]);
-}
-
-/* Peak memory of the job's encoders (codec.c's estimates). */
+/* Peak memory of a job (encoders and buffers) on the file alone. */
 static uint64_t job_mem(const pc__run_t *r, const pc__job_t *j) {
-  uint64_t m = 0;
-  int f;
-  for (f = 0; f < PC_NFORMATS; f++)
-    if (r->cfg.formats & PC_FMT_BIT(f))
-      m += pc__enc_mem((pc_format_t)f, r->cfg.level[f], r->cfg.gzip_engine,
-                       j->size);
-  return m;
+  return pc__job_mem(&r->cfg, j->size);
 }
 
 static void progress(pc__run_t *r) {
@@ -164,6 +104,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.unchanged = rec->unchanged;
     file.deduped = rec->deduped;
     file.cached = rec->cached;
+    file.alone = rec->alone;
     file.err = rec->err;
     file.err_path = err_path;
     memcpy(file.out, rec->out, sizeof(file.out));
@@ -240,23 +181,14 @@ void pc__run_error(pc__run_t *r, const char *path, int err) {
     r->opts->on_error(r->opts->data, path, err);
 }
 
-/* Into its heap, growing it; a unit that does not fit is freed and the
- * run ends with ENOMEM.
+/* Into the scheduler; a unit it cannot take is freed and the run ends
+ * with ENOMEM.
  */
 static void requeue(pc__run_t *r, pc__job_t *j) {
-  pc__heap_t *h = is_big(j) ? &r->big : &r->small;
-  if (h->n == h->cap) {
-    size_t ncap = h->cap ? h->cap * 2 : 256;
-    pc__job_t **n = realloc(h->v, ncap * sizeof(*n));
-    if (n == NULL) {
-      pc__job_free(j);
-      r->fatal = -ENOMEM;
-      return;
-    }
-    h->v = n;
-    h->cap = ncap;
+  if (pc__sched_push(&r->sched, j) != 0) {
+    pc__job_free(j);
+    r->fatal = -ENOMEM;
   }
-  heap_push(h, j);
 }
 
 /* 1 if the two jobs' files are in the same directory of the same root. */
@@ -383,6 +315,7 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
     rec.mtime_ns = j->mtime_ns;
     rec.deduped = j->copied;
     rec.cached = j->cached;
+    rec.alone = j->alone;
     memcpy(rec.out, j->out, sizeof(rec.out));
     record(r, &rec, j->fullpath,
            j->err_path != NULL ? j->err_path : j->fullpath);
@@ -398,9 +331,7 @@ static void after_work_cb(uv_work_t *req, int status) {
   slot->head = NULL;
   slot->next_free = r->free_slots;
   r->free_slots = slot;
-  r->in_flight--;
-  if (is_big(j))
-    r->big_mem -= j->mem;
+  pc__sched_done(&r->sched, j);
   /* From here on each job stands alone (a parked one is requeued by
    * itself): only the head carried the unit's weight and memory.
    */
@@ -417,39 +348,23 @@ static void after_work_cb(uv_work_t *req, int status) {
   maybe_finish(r);
 }
 
-/* Fills the pool: the larger of the two heaps' tops, a big unit only when
- * it fits the memory budget beside the big ones in flight (or none is). A
- * big unit that does not fit waits while small ones keep the cores busy;
- * with none left, the pool runs short rather than exceed the budget.
- */
+/* Fills the pool with what the scheduler lets start (schedule.h). */
 static void schedule(pc__run_t *r) {
-  while (!r->stopping && r->fatal == 0 && r->in_flight < r->jobs) {
-    pc__job_t *b = r->big.n > 0 ? r->big.v[0] : NULL;
-    pc__job_t *s = r->small.n > 0 ? r->small.v[0] : NULL, *j;
-    int fits = b != NULL &&
-               (r->big_mem == 0 || r->big_mem + b->mem <= r->mem_budget);
-    pc__slot_t *slot = r->free_slots; /* one is: in_flight < jobs */
+  pc__job_t *j;
+  while (!r->stopping && r->fatal == 0 &&
+         (j = pc__sched_next(&r->sched)) != NULL) {
+    pc__slot_t *slot = r->free_slots; /* one is: fewer than jobs in flight */
     int err;
-    if (fits && (s == NULL || b->weight >= s->weight)) {
-      j = heap_pop(&r->big);
-      r->big_mem += j->mem;
-    } else if (s != NULL) {
-      j = heap_pop(&r->small);
-    } else {
-      break;
-    }
     slot->head = j;
     err = uv_queue_work(&r->loop, &slot->req, work_cb, after_work_cb);
     if (err != 0) {
-      if (is_big(j))
-        r->big_mem -= j->mem;
+      pc__sched_done(&r->sched, j);
       slot->head = NULL;
       pc__job_free(j);
       r->fatal = err;
       return;
     }
     r->free_slots = slot->next_free;
-    r->in_flight++;
   }
 }
 
@@ -470,13 +385,13 @@ static void maybe_finish(pc__run_t *r) {
       uv_idle_stop(&r->idle);
       r->walk_done = 1;
     }
-    heap_free(&r->small);
-    heap_free(&r->big);
+    pc__sched_drop(&r->sched, 0);
     pc__job_free(r->batch.head);
     r->batch.head = r->batch.tail = NULL;
     r->batch.n = 0;
   }
-  if (r->walk_done && r->small.n == 0 && r->big.n == 0 && r->in_flight == 0)
+  if (r->walk_done && pc__sched_pending(&r->sched) == 0 &&
+      r->sched.in_flight == 0)
     close_handles(r);
 }
 
@@ -490,7 +405,7 @@ static void on_idle(uv_idle_t *h) {
     progress(r);
   }
   /* A worker would idle: hand on what is gathered rather than wait. */
-  if (r->small.n == 0 && r->in_flight < r->jobs)
+  if (r->sched.small.n == 0 && r->sched.in_flight < r->jobs)
     pc__run_flush(r);
   schedule(r);
   maybe_finish(r);
@@ -561,11 +476,8 @@ static void free_run(pc__run_t *r) {
   size_t i;
 
   pc__walk_stop(r);
-  heap_free(&r->small);
-  heap_free(&r->big);
+  pc__sched_drop(&r->sched, 1);
   pc__job_free(r->batch.head);
-  free(r->small.v);
-  free(r->big.v);
   free(r->slots);
   for (i = 0; i < r->nrecs; i++) {
     if (!r->recs[i].borrowed)
@@ -720,8 +632,15 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     r->slots[k - 1].next_free = r->free_slots;
     r->free_slots = &r->slots[k - 1];
   }
-  r->mem_budget = r->jobs * MEM_PER_BIG > MEM_BUDGET_MIN ? r->jobs * MEM_PER_BIG
-                                                         : MEM_BUDGET_MIN;
+  {
+    uint64_t limit = opts->memory_limit;
+    if (limit == 0) {
+      pc_memlimit_t m;
+      pc_default_memory_limit(&m);
+      limit = m.limit;
+    }
+    pc__sched_init(&r->sched, r->jobs, limit);
+  }
   if (opts->skip_ext != NULL) {
     r->skip_ext = opts->skip_ext;
     r->nskip_ext = opts->nskip_ext;
@@ -813,6 +732,9 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     if (terr != 0)
       pc__run_error(r, opts->cache_dir, terr);
   }
+  r->totals.mem_limit = r->sched.limit;
+  r->totals.mem_peak = r->sched.peak;
+  r->totals.ran_alone = r->sched.alone;
   if (totals != NULL)
     *totals = r->totals;
 

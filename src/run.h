@@ -6,6 +6,7 @@
 #include "dedup.h"
 #include "job.h"
 #include "prev.h"
+#include "schedule.h"
 
 #include <sys/stat.h>
 #include <uv.h>
@@ -28,6 +29,7 @@ typedef struct pc__rec {
   int unchanged;
   int deduped;
   int cached;
+  int alone;
   uint64_t size;
   int64_t mtime_ns;
   pc_output_t out[PC_NFORMATS];
@@ -42,12 +44,6 @@ typedef struct pc__devino {
   dev_t dev;
   ino_t ino;
 } pc__devino_t;
-
-/* A max-heap of units by weight. */
-typedef struct pc__heap {
-  pc__job_t **v;
-  size_t n, cap;
-} pc__heap_t;
 
 /* A place in the pool: libuv's request for one unit in flight. At most
  * `jobs` units are, so the requests live here, not in every pending job.
@@ -91,14 +87,11 @@ typedef struct pc__run {
   ino_t man_ino;
   int walk_done;
 
-  /* Schedule: units by size, largest first; at most `jobs` in the pool.
-   * Units whose encoders take more than run.c's MEM_SMALL wait in `big`
-   * and start only while the big ones in flight fit mem_budget together
-   * (one always may): brotli 11 takes up to 70 MiB for one file.
+  /* Schedule: units by size, largest first, within `jobs` and the memory
+   * limit (schedule.h); a slot of the pool for each one in flight.
    */
-  pc__heap_t small, big;
-  uint64_t big_mem, mem_budget;
-  unsigned in_flight, jobs;
+  pc__sched_t sched;
+  unsigned jobs;
   pc__slot_t *slots, *free_slots; /* `jobs` of them */
   /* Small files of the directory being walked, gathered into one unit. */
   struct {

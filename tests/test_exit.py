@@ -70,7 +70,7 @@ class Usage(PCTestCase):
         self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css.gz")))
         r = run(["--version"])
         self.assertEqual(r.rc, 0, r)
-        self.assertRegex(r.out, r"^precompress 1\.0\.0 \(zlib [^,]+, brotli [^,]+, libuv [^,)]+(, zstd [^)]+)?\)\n$")
+        self.assertRegex(r.out, r"^precompress \d+\.\d+\.\d+ \(zlib [^,]+, brotli [^,]+, libuv [^,)]+(, zstd [^)]+)?\)\n$")
         r = run(["--help"])
         self.assertEqual(r.rc, 0, r)
         for opt in ("--no-gzip", "--no-brotli", "--zstd", "--formats", "--gzip-level", "--brotli-quality",

@@ -12,10 +12,12 @@ reserve terabytes of address space at start).
 import sys
 
 sys.dont_write_bytecode = True
+import json
 import os
 import random
 import shutil
 import stat
+import unittest
 
 from pctest import (PROGRAM, PCTestCase, classify, decode, gz_oracle, listing, main, run, source_snapshot, walk_all,
                     words_data)
@@ -179,6 +181,123 @@ class AddressSpace(LimitCase):
                     self.assertEqual(r.error_lines(), [], r)
                     self.assertTrue(os.path.isfile(os.path.join(root, "bundle.js.br")), r)
         print("ulimit -v: " + "; ".join("%s: %s" % kv for kv in seen.items()))
+
+
+def human(n):
+    """The CLI's 1024-based sizes: "11.6 GiB"."""
+    v, units = n / 1024.0, ["KiB", "MiB", "GiB", "TiB"]
+    u = 0
+    while v >= 1023.95 and u + 1 < len(units):
+        v /= 1024.0
+        u += 1
+    return "%.1f %s" % (v, units[u])
+
+
+class MemoryLimit(PCTestCase):
+    """--memory-limit: what the files in flight may take together, by the
+    scheduler's estimates (the JSON summary's "memory" object). Three files of
+    700 KiB at brotli 10 each need ~20 MiB: a limit with room for two runs two
+    at once, one with room for one never does, one below a single file runs
+    each alone and says so; every output decodes to its source."""
+
+    SIZE = 700 << 10
+
+    def tree(self, name):
+        root = self.path(name)
+        os.makedirs(root)
+        for k in range(3):
+            with open(os.path.join(root, "big%d.js" % k), "wb") as f:
+                f.write(words_data(self.SIZE, seed=40 + k))
+        return root
+
+    def run_json(self, root, *extra):
+        r = run(["--json", "-j2", "--no-gzip", "--brotli-quality", "10"] + list(extra) + [root])
+        self.assertEqual(r.rc, 0, r)
+        for k in range(3):
+            src = os.path.join(root, "big%d.js" % k)
+            with open(src, "rb") as f:
+                self.assertEqual(decode("br", src + ".br"), f.read(), src)
+        # -v puts its per-file lines on stdout before the JSON object
+        return r, json.loads(r.out.strip().splitlines()[-1])["memory"]
+
+    def one_file_estimate(self):
+        _, m = self.run_json(self.tree("one"), "-j1")
+        # -j1: one file at a time, so the peak is one file's estimate
+        self.assertGreater(m["peak_estimate"], 14 << 20, m)
+        return m["peak_estimate"]
+
+    def test_room_for_two(self):
+        est = self.one_file_estimate()
+        limit = est * 5 // 2
+        _, m = self.run_json(self.tree("two"), "--memory-limit", str(limit))
+        self.assertEqual(m["limit"], limit, m)
+        self.assertEqual(m["source"], "--memory-limit", m)
+        self.assertGreaterEqual(m["peak_estimate"], 2 * est, "two big files were never in flight at once: %r" % m)
+        self.assertLessEqual(m["peak_estimate"], limit, m)
+        self.assertEqual(m["ran_alone"], 0, m)
+
+    def test_room_for_one(self):
+        est = self.one_file_estimate()
+        limit = est * 3 // 2
+        _, m = self.run_json(self.tree("one-at-a-time"), "--memory-limit", str(limit))
+        self.assertEqual(m["limit"], limit, m)
+        self.assertLess(m["peak_estimate"], 2 * est, "two big files in flight at once under a limit for one: %r" % m)
+        self.assertLessEqual(m["peak_estimate"], limit, m)
+        self.assertEqual(m["ran_alone"], 0, m)
+
+    def test_below_one_file_runs_each_alone(self):
+        root = self.tree("alone")
+        r, m = self.run_json(root, "--memory-limit", "4M", "-v")
+        self.assertEqual(m["limit"], 4 << 20, m)
+        self.assertEqual(m["ran_alone"], 3, m)
+        # never two at once: the peak is one file's estimate
+        self.assertLess(m["peak_estimate"], 2 * (14 << 20), m)
+        notes = [l for l in r.err_lines if "ran alone" in l]
+        self.assertEqual(len(notes), 3, r.err)
+        self.assertTrue(all("4.0 MiB memory limit" in l for l in notes), notes)
+
+    def test_default_and_none(self):
+        root = self.tree("default")
+        _, m = self.run_json(root)
+        self.assertIn(m["source"], ("cgroup memory.max", "cgroup memory.high", "cgroup v1 memory.limit_in_bytes",
+                                    "RLIMIT_AS", "RLIMIT_DATA", "MemAvailable", "none"), m)
+        # -v: the summary line says which limit was taken and why
+        r = run(["-v", "--force", "--no-gzip", "--brotli-quality", "1", root])
+        self.assertEqual(r.rc, 0, r)
+        rest = r.summary()["rest"]
+        if m["source"] == "none":
+            self.assertIsNone(m["limit"], m)
+            self.assertIn("no memory limit (none found", rest)
+        else:
+            self.assertEqual(m["limit"], m["found"] // 2, m)
+            self.assertIn("memory limit %s (half of %s, " % (human(m["limit"]), m["source"]), rest)
+        self.assertIn(", peak estimate ", rest)
+        _, m = self.run_json(root, "--memory-limit", "0")
+        self.assertIsNone(m["limit"], m)
+        r = run(["-v", "--memory-limit", "0", "--no-gzip", "--brotli-quality", "1", root])
+        self.assertIn("; no memory limit (--memory-limit 0), peak estimate ", r.summary()["rest"])
+        self.assertEqual(r.error_lines(), [], r)
+
+    def test_bad_values(self):
+        root = self.tree("bad")
+        for v in ("", "-1", "12X", "1.5G", "18446744073709551616", "99999999999G"):
+            with self.subTest(value=v):
+                r = run(["--memory-limit", v, root])
+                self.assertEqual(r.rc, 2, r)
+                self.assertIn("invalid --memory-limit", r.err, r)
+
+    @unittest.skipUnless(HAVE_PRLIMIT, "prlimit (util-linux) is missing")
+    def test_rlimit_data_is_a_source(self):
+        if sanitized_build():
+            self.skipTest("sanitizer build: its runtime maps more than RLIMIT_DATA allows")
+        root = self.tree("rlimit")
+        r = run(["--data=%d" % (3 << 30), "--", PROGRAM, "--json", "-q", "--no-gzip", "--brotli-quality", "1", root],
+                program="prlimit")
+        self.assertEqual(r.rc, 0, r)
+        m = json.loads(r.out)["memory"]
+        if m["found"] is not None and m["found"] < (3 << 30) and m["source"] != "RLIMIT_DATA":
+            self.skipTest("this machine has a smaller bound already: %r" % m)
+        self.assertEqual((m["source"], m["found"], m["limit"]), ("RLIMIT_DATA", 3 << 30, 3 << 29), m)
 
 if __name__ == "__main__":
     main()

@@ -27,6 +27,7 @@ typedef enum opt_id {
   OPT_CACHE_DIR,
   OPT_CACHE_MAX_SIZE,
   OPT_JOBS,
+  OPT_MEMORY_LIMIT,
   OPT_MANIFEST,
   OPT_DRY_RUN,
   OPT_CHECK,
@@ -70,6 +71,7 @@ static const opt_def_t opt_table[] = {
   {"cache-dir", 0, 1, OPT_CACHE_DIR},
   {"cache-max-size", 0, 1, OPT_CACHE_MAX_SIZE},
   {"jobs", 'j', 1, OPT_JOBS},
+  {"memory-limit", 0, 1, OPT_MEMORY_LIMIT},
   {"manifest", 0, 1, OPT_MANIFEST},
   {"dry-run", 'n', 0, OPT_DRY_RUN},
   {"check", 0, 0, OPT_CHECK},
@@ -443,6 +445,16 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     if (parse_int_range(value, 1, 1024, &n))
       return bad_value(args, opt, value, "an integer 1..1024");
     o->jobs = (unsigned) n;
+    break;
+  case OPT_MEMORY_LIMIT:
+    /* 0 is "no limit" here, as with xz --memlimit=0; the library's 0 is
+     * "the machine's default", which is what leaving the option out gives.
+     */
+    if (cli_parse_size(value, &o->memory_limit))
+      return bad_value(args, opt, value,
+                       "a byte count such as 512M or 2G (0: no limit)");
+    if (o->memory_limit == 0)
+      o->memory_limit = PC_MEMORY_UNLIMITED;
     break;
   case OPT_MANIFEST:
     if (*value == '\0')

@@ -163,6 +163,16 @@ static void print_help(FILE *f) {
           "      --cache-max-size N    trim DIR to N bytes, least recently "
           "used first\n"
           "                            [default: 1G; 0: no limit]\n"
+          "      --memory-limit N      what the files in flight may take "
+          "together (512M,\n"
+          "                            2G); a file waits only while "
+          "starting it would\n"
+          "                            pass N, one over N alone runs alone "
+          "[default:\n"
+          "                            half of the cgroup limit, rlimit or "
+          "MemAvailable,\n"
+          "                            the smallest; -v says which; 0: no "
+          "limit]\n"
           "  -n, --dry-run             compress but change nothing; list "
           "what would change\n"
           "      --check               list missing, stale or unwanted "
@@ -315,6 +325,7 @@ int main(int argc, char **argv) {
     goto out;
   }
 
+  cli_report_memory(&report, &args);
   memset(&totals, 0, sizeof(totals));
   rc = pc_run(&args.opts, &totals);
   cli_report_clear(&report);

@@ -168,6 +168,49 @@ static void listing_lines(cli_report_t *r, const pc_file_t *f) {
   }
 }
 
+/* "11.6 GiB", or "none" for no limit. */
+static const char *limit_text(char *buf, size_t size, uint64_t limit) {
+  if (limit == PC_MEMORY_UNLIMITED)
+    return "none";
+  return cli_human_bytes(buf, size, limit);
+}
+
+void cli_report_memory(cli_report_t *r, cli_args_t *args) {
+  if (args->opts.memory_limit == 0) {
+    pc_default_memory_limit(&r->mem);
+    args->opts.memory_limit = r->mem.limit;
+  } else {
+    r->mem.limit = args->opts.memory_limit;
+    r->mem.found = 0;
+    r->mem.source = "--memory-limit";
+  }
+}
+
+/* -v's end of the summary: "memory limit 11.6 GiB (half of MemAvailable,
+ * 23.1 GiB), peak estimate 152.0 MiB".
+ */
+static void memory_text(const cli_report_t *r, const pc_totals_t *t) {
+  char a[32], b[32];
+
+  if (r->mem.found != 0)
+    fprintf(stderr, "; memory limit %s (half of %s, %s)",
+            limit_text(a, sizeof(a), r->mem.limit), r->mem.source,
+            cli_human_bytes(b, sizeof(b), r->mem.found));
+  else if (r->mem.limit == PC_MEMORY_UNLIMITED)
+    fprintf(stderr, "; no memory limit (%s)",
+            strcmp(r->mem.source, "none") == 0
+                ? "none found: no cgroup limit, rlimit or MemAvailable"
+                : "--memory-limit 0");
+  else
+    fprintf(stderr, "; memory limit %s (%s)",
+            limit_text(a, sizeof(a), r->mem.limit), r->mem.source);
+  fprintf(stderr, ", peak estimate %s",
+          cli_human_bytes(a, sizeof(a), t->mem_peak));
+  if (t->ran_alone > 0)
+    fprintf(stderr, ", %" PRIu64 " file%s ran alone", t->ran_alone,
+            t->ran_alone == 1 ? "" : "s");
+}
+
 void cli_report_file(void *data, const pc_file_t *file) {
   cli_report_t *r = data;
 
@@ -175,6 +218,12 @@ void cli_report_file(void *data, const pc_file_t *file) {
     cli_report_msg(r, "%s: %s",
                    file->err_path != NULL ? file->err_path : file->fullpath,
                    pc_strerror(file->err));
+  if (r->args->verbose && file->alone) {
+    char a[32];
+    cli_report_msg(r, "%s: ran alone: its encoders need more than the "
+                   "%s memory limit by themselves", file->fullpath,
+                   limit_text(a, sizeof(a), r->mem.limit));
+  }
   /* A failed file has its line on stderr already. */
   if (r->args->verbose && file->err == 0)
     verbose_line(r, file);
@@ -346,7 +395,22 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
            t->fmt[i].bytes_in, t->fmt[i].bytes_out);
     sep = ",";
   }
-  printf("},\"dry_run\":%s,\"wall_s\":%.3f,\"cpu_s\":%.3f,\"exit\":%d}\n",
+  printf("},\"memory\":{\"limit\":");
+  if (t->mem_limit == PC_MEMORY_UNLIMITED)
+    fputs("null", stdout);
+  else
+    printf("%" PRIu64, t->mem_limit);
+  /* Sources are fixed ASCII names: no escaping needed. */
+  printf(",\"source\":\"%s\",\"found\":", r->mem.source != NULL
+                                                  ? r->mem.source
+                                                  : "none");
+  if (r->mem.found == 0)
+    fputs("null", stdout);
+  else
+    printf("%" PRIu64, r->mem.found);
+  printf(",\"peak_estimate\":%" PRIu64 ",\"ran_alone\":%" PRIu64 "}",
+         t->mem_peak, t->ran_alone);
+  printf(",\"dry_run\":%s,\"wall_s\":%.3f,\"cpu_s\":%.3f,\"exit\":%d}\n",
          r->args->opts.dry_run ? "true" : "false", wall_s, cpu_s,
          exit_status);
 }
@@ -417,6 +481,8 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
             cli_human_bytes(out, sizeof(out), t->fmt[i].bytes_out));
     sep = ", ";
   }
+  if (r->args->verbose)
+    memory_text(r, t);
   fprintf(stderr, "; %.2f s\n", wall_s);
 }
 

@@ -29,7 +29,13 @@ typedef struct cli_report {
   uint64_t start_ns;    /* when the run started, for the rate */
   uint64_t last_draw_ns;
   uint64_t listed;      /* dry-run / --check lines printed */
+  pc_memlimit_t mem;    /* the memory limit given to pc_run() and why */
 } cli_report_t;
+
+/* Settles args->opts.memory_limit (the machine's default unless given) and
+ * says which limit was taken and why: in r->mem, and on stderr with -v.
+ */
+void cli_report_memory(cli_report_t *r, cli_args_t *args);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t cli_now_ns(void);

@@ -6,7 +6,7 @@ _precompress() {
 
   local opts="--no-gzip --no-brotli --zstd --formats --gzip-level --gzip-engine
     --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
-    --exclude --follow --force --fsync --shard --cache-dir --cache-max-size
+    --exclude --follow --force --fsync --shard --cache-dir --cache-max-size --memory-limit
     --jobs -j --manifest --dry-run -n --check --quiet -q --verbose -v
     --progress --json --help -h --version -V"
 
@@ -45,7 +45,7 @@ _precompress() {
       _filedir -d
       return ;;
     --max-ratio | --min-size | --skip-ext | --include | --exclude | --shard | \
-      --cache-max-size | --jobs | -j)
+      --cache-max-size | --memory-limit | --jobs | -j)
       return ;;
   esac
 

@@ -20,6 +20,7 @@ complete -c precompress -l fsync -d 'make each output durable before it is renam
 complete -c precompress -l shard -x -d 'take only shard K of N'
 complete -c precompress -l cache-dir -r -a '(__fish_complete_directories)' -d 'content cache directory'
 complete -c precompress -l cache-max-size -x -d 'trim the cache to N bytes'
+complete -c precompress -l memory-limit -x -d 'memory the files in flight may take together'
 complete -c precompress -s j -l jobs -x -d 'files compressed at once'
 complete -c precompress -l manifest -r -d 'write a JSON manifest'
 complete -c precompress -s n -l dry-run -d 'compress but change nothing'

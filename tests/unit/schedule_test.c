@@ -1,0 +1,253 @@
+/* The scheduler (src/schedule.c) alone: which unit starts, and when, for a
+ * given memory limit. Units are bare jobs with a weight and a memory
+ * estimate; "running" one is holding it until the test says it is done.
+ */
+#include "schedule.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB ((uint64_t)1 << 20)
+
+static int failures, checks;
+static const char *cur = "";
+
+#define EXPECT(c)                                                          \
+  do {                                                                     \
+    checks++;                                                              \
+    if (!(c)) {                                                            \
+      failures++;                                                          \
+      fprintf(stderr, "schedule_test.c:%d: %s (case %s)\n", __LINE__, #c,  \
+              cur);                                                        \
+    }                                                                      \
+  } while (0)
+
+static pc__job_t *unit(uint64_t weight, uint64_t mem) {
+  pc__job_t *j = calloc(1, sizeof(*j));
+  if (j == NULL)
+    abort();
+  j->weight = weight;
+  j->mem = mem;
+  return j;
+}
+
+/* What is in flight, in the order it started. */
+static pc__job_t *run[1024];
+static unsigned nrun;
+
+static unsigned big_running(void) {
+  unsigned k, n = 0;
+  for (k = 0; k < nrun; k++)
+    n += run[k]->mem > PC__SCHED_SMALL;
+  return n;
+}
+
+/* Starts what may start; checks that a slot stays empty only when the
+ * largest pending unit must wait for memory.
+ */
+static void fill(pc__sched_t *s) {
+  pc__job_t *j;
+  while ((j = pc__sched_next(s)) != NULL)
+    run[nrun++] = j;
+  EXPECT(nrun == s->in_flight);
+  if (s->in_flight < s->jobs && pc__sched_pending(s) > 0) {
+    const pc__job_t *b = s->big.n ? s->big.v[0] : NULL;
+    const pc__job_t *m = s->small.n ? s->small.v[0] : NULL;
+    const pc__job_t *top = b != NULL && (m == NULL || b->weight >= m->weight)
+                               ? b : m;
+    EXPECT(s->used + top->mem > s->limit);
+  }
+  /* Over the limit only with one unit in flight (a unit over it alone). */
+  EXPECT(s->in_flight <= 1 || s->used <= s->limit);
+}
+
+/* Ends the k-th unit in flight. */
+static void finish(pc__sched_t *s, unsigned k) {
+  pc__job_t *j = run[k];
+  memmove(&run[k], &run[k + 1], (nrun - k - 1) * sizeof(run[0]));
+  nrun--;
+  pc__sched_done(s, j);
+  pc__job_free(j);
+}
+
+/* Four big files (two 64 MiB, two 32 MiB at brotli 11: 76 and 72 MiB)
+ * and small units; the oldest in flight finishes first. Returns the most
+ * big units that were in flight at once.
+ */
+static unsigned large_tree(uint64_t limit, unsigned jobs, uint64_t *order,
+                           uint64_t *peak) {
+  pc__sched_t s;
+  unsigned most = 0, k, n = 0;
+
+  pc__sched_init(&s, jobs, limit);
+  EXPECT(pc__sched_push(&s, unit(64 * MIB, 76 * MIB)) == 0);
+  EXPECT(pc__sched_push(&s, unit(32 * MIB, 72 * MIB)) == 0);
+  EXPECT(pc__sched_push(&s, unit(64 * MIB + 1, 76 * MIB)) == 0);
+  EXPECT(pc__sched_push(&s, unit(32 * MIB + 1, 72 * MIB)) == 0);
+  for (k = 0; k < 40; k++)
+    EXPECT(pc__sched_push(&s, unit(200 << 10, 4 * MIB)) == 0);
+  fill(&s);
+  while (nrun > 0) {
+    unsigned b = big_running();
+    if (b > most)
+      most = b;
+    for (k = 0; k < nrun; k++)
+      if (run[k]->mem > PC__SCHED_SMALL && order != NULL) {
+        /* Record each big unit once, when first seen in flight. */
+        unsigned i, seen = 0;
+        for (i = 0; i < n; i++)
+          seen |= order[i] == run[k]->weight;
+        if (!seen)
+          order[n++] = run[k]->weight;
+      }
+    finish(&s, 0);
+    fill(&s);
+  }
+  EXPECT(pc__sched_pending(&s) == 0 && s.in_flight == 0 && s.used == 0 &&
+         s.used_fill == 0);
+  if (peak != NULL)
+    *peak = s.peak;
+  pc__sched_drop(&s, 1);
+  return most;
+}
+
+static void limits(void) {
+  uint64_t order[8] = {0}, peak = 0;
+
+  cur = "room for two big encoders";
+  EXPECT(large_tree(256 * MIB, 2, order, &peak) == 2);
+  EXPECT(peak >= 76 * MIB + 72 * MIB && peak <= 256 * MIB);
+  /* Largest first. */
+  EXPECT(order[0] == 64 * MIB + 1 && order[1] == 64 * MIB &&
+         order[2] == 32 * MIB + 1 && order[3] == 32 * MIB);
+
+  cur = "room for one big encoder";
+  memset(order, 0, sizeof(order));
+  EXPECT(large_tree(140 * MIB, 2, order, &peak) == 1);
+  EXPECT(peak <= 140 * MIB);
+  EXPECT(order[0] == 64 * MIB + 1 && order[1] == 64 * MIB);
+
+  cur = "room for one big encoder, 16 jobs";
+  EXPECT(large_tree(140 * MIB, 16, NULL, &peak) == 1);
+
+  cur = "room for the two smaller big encoders only";
+  EXPECT(large_tree(150 * MIB, 2, NULL, &peak) == 2);
+  EXPECT(peak >= 144 * MIB && peak <= 150 * MIB);
+
+  cur = "no limit";
+  EXPECT(large_tree(PC_MEMORY_UNLIMITED, 2, NULL, NULL) == 2);
+  EXPECT(large_tree(PC_MEMORY_UNLIMITED, 4, NULL, NULL) == 4);
+
+  cur = "each big encoder over the limit by itself";
+  EXPECT(large_tree(64 * MIB, 2, NULL, &peak) == 1);
+}
+
+/* A big unit over the limit runs with nothing beside it, and is counted. */
+static void alone(void) {
+  pc__sched_t s;
+  pc__job_t *j;
+
+  cur = "alone";
+  pc__sched_init(&s, 2, 64 * MIB);
+  EXPECT(pc__sched_push(&s, unit(1 << 20, 2 * MIB)) == 0);
+  fill(&s);
+  EXPECT(nrun == 1);
+  /* The walk finds a big file while a small one runs: it waits for the
+   * pool to empty, and the small ones behind it wait too.
+   */
+  EXPECT(pc__sched_push(&s, unit(64 * MIB, 76 * MIB)) == 0);
+  EXPECT(pc__sched_push(&s, unit(1 << 10, 1 * MIB)) == 0);
+  fill(&s);
+  EXPECT(nrun == 1 && run[0]->weight == 1 << 20);
+  finish(&s, 0);
+  fill(&s);
+  EXPECT(nrun == 1 && run[0]->weight == 64 * MIB && run[0]->alone);
+  EXPECT(s.alone == 1);
+  finish(&s, 0);
+  fill(&s);
+  EXPECT(nrun == 1 && !run[0]->alone);
+  finish(&s, 0);
+  EXPECT((j = pc__sched_next(&s)) == NULL);
+  pc__sched_drop(&s, 1);
+}
+
+/* While the largest waits, fillers may take only what leaves it room once
+ * the units ahead of it are done.
+ */
+static void reserve(void) {
+  pc__sched_t s;
+  unsigned k;
+
+  cur = "reserve";
+  pc__sched_init(&s, 8, 100 * MIB);
+  EXPECT(pc__sched_push(&s, unit(64 * MIB, 76 * MIB)) == 0);
+  fill(&s);
+  EXPECT(nrun == 1);
+  EXPECT(pc__sched_push(&s, unit(60 * MIB, 76 * MIB)) == 0);
+  for (k = 0; k < 10; k++)
+    EXPECT(pc__sched_push(&s, unit(100 << 10, 10 * MIB)) == 0);
+  fill(&s);
+  /* 24 MiB left beside the first; the second needs 76, so fillers may
+   * take 24 together: two of 10 MiB.
+   */
+  EXPECT(nrun == 3 && s.used_fill == 20 * MIB);
+  finish(&s, 0); /* the first big one */
+  fill(&s);
+  EXPECT(big_running() == 1 && run[nrun - 1]->weight == 60 * MIB);
+  while (nrun > 0) {
+    finish(&s, 0);
+    fill(&s);
+  }
+  EXPECT(pc__sched_pending(&s) == 0 && s.used == 0 && s.used_fill == 0);
+  pc__sched_drop(&s, 1);
+}
+
+/* Random trees, limits, jobs and completion orders: fill() checks the
+ * invariants at every step; every unit must finish.
+ */
+static void random_runs(void) {
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  int round;
+
+  cur = "random";
+  for (round = 0; round < 2000; round++) {
+    pc__sched_t s;
+    unsigned k, n, steps = 0;
+    uint64_t limit;
+#define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+    n = 1 + (unsigned)(RND() % 60);
+    limit = (RND() % 4 == 0) ? PC_MEMORY_UNLIMITED
+                             : (1 + RND() % 300) * MIB;
+    pc__sched_init(&s, 1 + (unsigned)(RND() % 8), limit);
+    for (k = 0; k < n; k++) {
+      uint64_t mem = (RND() % 3 == 0) ? (15 + RND() % 70) * MIB
+                                      : (1 + RND() % 13) * MIB;
+      EXPECT(pc__sched_push(&s, unit(1 + RND() % (64 * MIB), mem)) == 0);
+      if (RND() % 4 == 0) {
+        fill(&s);
+        if (nrun > 0 && RND() % 2)
+          finish(&s, (unsigned)(RND() % nrun));
+      }
+    }
+    fill(&s);
+    while (nrun > 0 && steps++ < 10000) {
+      finish(&s, (unsigned)(RND() % nrun));
+      fill(&s);
+    }
+    EXPECT(nrun == 0 && pc__sched_pending(&s) == 0 && s.used == 0 &&
+           s.used_fill == 0);
+    while (nrun > 0)
+      finish(&s, 0);
+    pc__sched_drop(&s, 1);
+  }
+}
+
+int main(void) {
+  limits();
+  alone();
+  reserve();
+  random_runs();
+  printf("schedule_test: %d checks, %d failed\n", checks, failures);
+  return failures != 0;
+}
