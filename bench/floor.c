@@ -10,7 +10,10 @@
  *                 header/trailer and the CRC are left out)
  *         brotli: BrotliEncoderCompress(quality 11, lgwin 22, generic mode)
  *       Prints the CPU seconds of those calls alone (CLOCK_THREAD_CPUTIME_ID
- *       around each call; reading and hashing are not counted).
+ *       around each call; reading and hashing are not counted), and the
+ *       slowest content's (every format of one file runs in one job, so no
+ *       run can end before that file's codecs are done: the practical floor
+ *       of a run is max(CPU / cores, slowest)).
  *
  *   floor io DIR...
  *       Walks DIR the same way and, for each file: opens and reads it, writes
@@ -231,9 +234,11 @@ static int codec(int argc, char **argv)
     memset(&zs, 0, sizeof zs);
     if (deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return 1;
-    double gz_cpu = 0, br_cpu = 0;
+    double gz_cpu = 0, br_cpu = 0, slowest = 0;
+    size_t slowest_k = 0;
     uint64_t distinct_bytes = 0, gz_bytes = 0, br_bytes = 0;
     for (size_t w = 0; w < nwork; w++) {
+        double before = gz_cpu + br_cpu;
         size_t len;
         unsigned char *in = read_all(paths[first[w]], &len);
         distinct_bytes += len;
@@ -272,12 +277,19 @@ static int codec(int argc, char **argv)
             free(out);
         }
         free(in);
+        if (gz_cpu + br_cpu - before > slowest) {
+            slowest = gz_cpu + br_cpu - before;
+            slowest_k = first[w];
+        }
     }
     deflateEnd(&zs);
     printf("files=%zu bytes=%llu distinct=%zu distinct_bytes=%llu gzip_cpu=%.3f brotli_cpu=%.3f "
-           "gzip_bytes=%llu brotli_bytes=%llu\n",
+           "gzip_bytes=%llu brotli_bytes=%llu slowest=%.3f\n",
            npaths, (unsigned long long)bytes, nwork, (unsigned long long)distinct_bytes, gz_cpu,
-           br_cpu, (unsigned long long)gz_bytes, (unsigned long long)br_bytes);
+           br_cpu, (unsigned long long)gz_bytes, (unsigned long long)br_bytes, slowest);
+    /* On a line of its own: a path may hold spaces. */
+    if (nwork > 0)
+        printf("slowest_file=%s\n", paths[slowest_k]);
     return 0;
 }
 

@@ -3,6 +3,9 @@
  *   gen small DIR COUNT      COUNT files of 200 B .. 4 KiB (log-uniform sizes) in
  *                            DIR/gNN/dNNN/, 100 files a directory
  *   gen large FILE BYTES SEED  one file of BYTES bytes
+ *   gen blob FILE BYTES SEED   one file of BYTES incompressible bytes (an
+ *                              asset compressed already under a name no
+ *                              skip list knows: .bin, .data, .glb)
  *
  * The text looks like source code: indented lines of identifiers drawn from a
  * 4096-word vocabulary with a skewed (Zipf-like) frequency, operators and
@@ -201,6 +204,28 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    if (argc == 5 && strcmp(argv[1], "blob") == 0) {
+        size_t total = (size_t)strtoull(argv[3], NULL, 10);
+        uint64_t s = strtoull(argv[4], NULL, 10) * 0x100000001b3ULL;
+        FILE *out = fopen(argv[2], "wb");
+        if (!out) {
+            perror(argv[2]);
+            return 1;
+        }
+        for (size_t done = 0; done < total; done += 8) {
+            uint64_t v = splitmix(&s);
+            size_t n = total - done < 8 ? total - done : 8;
+            if (fwrite(&v, 1, n, out) != n) {
+                perror(argv[2]);
+                return 1;
+            }
+        }
+        if (fclose(out) != 0) {
+            perror(argv[2]);
+            return 1;
+        }
+        return 0;
+    }
     if (argc == 5 && strcmp(argv[1], "large") == 0) {
         size_t total = (size_t)strtoull(argv[3], NULL, 10);
         uint64_t seed = strtoull(argv[4], NULL, 10);
@@ -229,6 +254,6 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    fprintf(stderr, "usage: gen small DIR COUNT | gen large FILE BYTES SEED\n");
+    fprintf(stderr, "usage: gen small DIR COUNT | gen large FILE BYTES SEED | gen blob FILE BYTES SEED\n");
     return 2;
 }

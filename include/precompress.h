@@ -137,11 +137,12 @@ typedef struct pc_file {
                            file was not read; out[] is from that manifest */
   int deduped;          /* outputs copied from a file with the same bytes */
   int cached;           /* outputs taken from the --cache-dir cache */
-  int alone;            /* its encoders' estimate passed the memory limit
-                           by itself: it ran with no other file beside it */
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
+  /* Since 1.1. */
+  int alone;            /* its encoders' estimate passed the memory limit
+                           by itself: it ran with no other file beside it */
 } pc_file_t;
 
 /* Live figures for a progress display. Totals grow while the walk runs. */
@@ -169,17 +170,18 @@ typedef struct pc_totals {
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
   uint64_t removed;    /* outputs removed (or, dry run, to remove) */
   int signo;           /* SIGINT or SIGTERM when the run was interrupted */
+  struct {
+    uint64_t files;     /* outputs kept */
+    uint64_t bytes_in;  /* source bytes of those files */
+    uint64_t bytes_out; /* output bytes kept */
+  } fmt[PC_NFORMATS];
+  /* Since 1.1. */
   uint64_t mem_limit;  /* the memory limit the run kept to (bytes), or
                           PC_MEMORY_UNLIMITED */
   uint64_t mem_peak;   /* the most the units in flight were estimated to
                           take at once (encoders and buffers, bytes) */
   uint64_t ran_alone;  /* files that ran alone, over the limit by
                           themselves */
-  struct {
-    uint64_t files;     /* outputs kept */
-    uint64_t bytes_in;  /* source bytes of those files */
-    uint64_t bytes_out; /* output bytes kept */
-  } fmt[PC_NFORMATS];
 } pc_totals_t;
 
 typedef struct pc_options {
@@ -217,12 +219,6 @@ typedef struct pc_options {
 
   int follow;       /* enter symlinked directories */
   unsigned jobs;    /* files compressed at once; 0 = pc_default_jobs() */
-  /* What the files in flight may take together, by their encoders' and
-   * buffers' estimates (bytes). A file waits only while starting it would
-   * pass the limit; one that passes it by itself runs alone. 0 means
-   * pc_default_memory_limit(); PC_MEMORY_UNLIMITED, no limit.
-   */
-  uint64_t memory_limit;
   /* Write the JSON manifest here (NULL: none). When it exists already and
    * was written with the same formats, levels and ratio, a file whose size
    * and mtime match its record and whose outputs are present with the
@@ -258,6 +254,14 @@ typedef struct pc_options {
    * manifest). path may be NULL.
    */
   void (*on_error)(void *data, const char *path, int err);
+
+  /* Since 1.1. */
+  /* What the files in flight may take together, by their encoders' and
+   * buffers' estimates (bytes). A file waits only while starting it would
+   * pass the limit; one that passes it by itself runs alone. 0 means
+   * pc_default_memory_limit(); PC_MEMORY_UNLIMITED, no limit.
+   */
+  uint64_t memory_limit;
 } pc_options_t;
 
 /* Fills every field with its default. */
