@@ -22,6 +22,7 @@
 
 struct pc__cache {
   char *root; /* DIR/v1 */
+  int read_only; /* a dry run: look up, never create, refresh or remove */
   char ver[17]; /* the codec libraries' versions, hashed: their bytes differ */
 };
 
@@ -62,7 +63,7 @@ static int mkdir_p(const char *dir) {
   return err;
 }
 
-int pc__cache_open(pc__cache_t **out, const char *dir) {
+int pc__cache_open(pc__cache_t **out, const char *dir, int read_only) {
   pc__cache_t *c = calloc(1, sizeof(*c));
   const char *v = pc_library_versions();
   int err;
@@ -72,7 +73,15 @@ int pc__cache_open(pc__cache_t **out, const char *dir) {
     free(c);
     return -ENOMEM;
   }
-  if ((err = mkdir_p(c->root)) != 0) {
+  c->read_only = read_only;
+  if (read_only) {
+    struct stat st;
+    if (stat(c->root, &st) != 0) {
+      err = PC__ERRNO();
+      pc__cache_close(c);
+      return err;
+    }
+  } else if ((err = mkdir_p(c->root)) != 0) {
     pc__cache_close(c);
     return err;
   }
@@ -129,7 +138,10 @@ int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
   hit->fd = -1;
   if (entry_path(c, h, size, f, level, engine, path, sizeof(path)) != 0)
     return 0;
-  fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  /* O_NONBLOCK: a FIFO planted at the name must not block the worker (the
+   * fstat below then refuses it).
+   */
+  fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
     return 0;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -167,12 +179,13 @@ out:
   free(buf);
   if (ok) {
     /* Last use, for the least-recently-used trim. */
-    futimens(fd, NULL);
+    if (!c->read_only)
+      futimens(fd, NULL);
     if (!hit->rejected) {
       hit->fd = fd;
       return 1;
     }
-  } else {
+  } else if (!c->read_only) {
     unlink(path); /* corrupt or truncated: gone, to be written anew */
   }
   close(fd);

@@ -18,8 +18,11 @@
 
 typedef struct pc__cache pc__cache_t;
 
-/* Opens (creating) the cache under dir. 0 or a negative code. */
-int pc__cache_open(pc__cache_t **out, const char *dir);
+/* Opens (creating) the cache under dir; with read_only (a dry run) it is
+ * only read: never created, refreshed or trimmed, a bad entry left where
+ * it is. 0 or a negative code (-ENOENT: read_only and no cache there).
+ */
+int pc__cache_open(pc__cache_t **out, const char *dir, int read_only);
 void pc__cache_close(pc__cache_t *c);
 
 typedef struct pc__cache_hit {

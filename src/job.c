@@ -666,6 +666,26 @@ static int check_prev(pc__job_t *j) {
   return 0;
 }
 
+/* A failed file's output that this run did not settle: it was made from
+ * the file as it was, and nothing shows it matches the file as it is now
+ * (unreadable, changed while read, its new output not written), so it goes:
+ * a server must not serve it (DESIGN 2.3). Left alone when the file is gone
+ * (outputs whose source is gone are never touched), when the run was
+ * stopped before deciding, or when it is a directory (not ours).
+ */
+static void remove_unproven(pc__job_t *j, int f, const struct fmt_state *s) {
+  struct stat ost;
+
+  if (j->err == PC_EINTERRUPTED || j->err == -ENOENT || j->pdir < 0 ||
+      s->base == NULL || (j->absent & PC_FMT_BIT(f)) ||
+      fstatat(j->pdir, s->base, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
+      S_ISDIR(ost.st_mode))
+    return;
+  if (j->cfg->dry_run || unlinkat(j->pdir, s->base, 0) == 0 ||
+      errno == ENOENT)
+    j->out[f].action = PC_ACT_REMOVE;
+}
+
 /* One file. j->pdir is its directory when the unit opened it for all its
  * jobs, else -1: the job then opens (and closes) its own.
  */
@@ -871,12 +891,13 @@ out:
   free(whole);
   for (f = 0; f < PC_NFORMATS; f++) {
     drop(&fs[f]);
-    free(fs[f].final);
     /* An output settled before the failure is on disk and valid. */
     if (j->err != 0 && (j->cfg->formats & PC_FMT_BIT(f)) && !settled[f]) {
       j->out[f].state = PC_OUT_FAILED;
       j->out[f].action = PC_ACT_NONE;
+      remove_unproven(j, f, &fs[f]);
     }
+    free(fs[f].final);
   }
   /* Last: the temp files above were removed relative to it. */
   if (own_pdir && j->pdir >= 0 && j->pdir != j->root_fd)

@@ -167,6 +167,21 @@ static int finish(pc__out_t *o, const char *final, int err, int sync) {
   return err;
 }
 
+/* Gives the temp file the source's owner and group: a web server that
+ * reads the source through its group (0640 www-data) must read the outputs
+ * too. As root both; otherwise the group alone, which the kernel allows
+ * only for a group we belong to. Best effort: where ownership cannot be
+ * given (EPERM: not ours to give; EINVAL: an id this user namespace cannot
+ * map) the output keeps ours, as the design's mode and times rule reads.
+ */
+static void give_owner(int fd, const struct stat *src) {
+  uid_t uid = geteuid() == 0 ? src->st_uid : (uid_t)-1;
+  if ((uid == (uid_t)-1 || uid == geteuid()) && src->st_gid == getegid())
+    return; /* created with both already */
+  if (fchown(fd, uid, src->st_gid) != 0 && uid != (uid_t)-1)
+    (void)fchown(fd, (uid_t)-1, src->st_gid);
+}
+
 int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
                    int sync) {
   struct timespec times[2];
@@ -175,8 +190,10 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
   times[0] = src->st_atim;
   times[1] = src->st_mtim;
   /* Through the descriptor: nothing can swap the file under us between the
-   * write and the metadata. Only permission bits: never set-id bits.
+   * write and the metadata. The owner first (a chown may clear mode bits),
+   * then only permission bits: never set-id bits.
    */
+  give_owner(o->fd, src);
   if (fchmod(o->fd, src->st_mode & 0777) != 0 || futimens(o->fd, times) != 0 ||
       (sync && fsync(o->fd) != 0))
     err = PC__ERRNO();

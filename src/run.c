@@ -566,9 +566,12 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     goto out;
   if (opts->cache_dir != NULL) {
     pc__cache_t *c;
-    if ((err = pc__cache_open(&c, opts->cache_dir)) != 0) {
-      /* A cache that cannot be made is no reason not to compress. */
-      pc__run_error(r, opts->cache_dir, err);
+    if ((err = pc__cache_open(&c, opts->cache_dir, opts->dry_run)) != 0) {
+      /* A cache that cannot be made is no reason not to compress; one a
+       * dry run finds missing is an empty one.
+       */
+      if (!(opts->dry_run && err == -ENOENT))
+        pc__run_error(r, opts->cache_dir, err);
       err = 0;
     } else {
       r->cfg.cache = c;

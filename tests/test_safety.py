@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""What a run leaves behind when things go wrong or another account shares
+the tree (issue 11):
+
+- a file that fails keeps no old output under a served name: its old
+  outputs no longer match it, or nothing shows they do;
+- outputs take the source's owner and group (as root), or its group where
+  the kernel lets a user give it;
+- --dry-run and --check change nothing in the cache: no directory made, no
+  entry refreshed, added or removed;
+- a FIFO planted at a cache entry's name does not hang the run.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+import json
+import os
+import shutil
+import stat
+
+from pctest import (NOBODY, PCTestCase, decode, main, make_world_accessible, run, walk_all, words_data)
+
+
+def outputs_of(root, rel):
+    return sorted(e for e in ("gz", "br") if os.path.lexists(os.path.join(root, rel + "." + e)))
+
+
+class FailedFileOutputs(PCTestCase):
+    def site(self):
+        root = self.copy_site()
+        self.run_ok([root])
+        self.assertEqual(outputs_of(root, "js/app.js"), ["br", "gz"])
+        return root
+
+    def test_unreadable_changed_file_loses_its_old_outputs(self):
+        """The file changes and becomes unreadable to the account that runs: it fails, and
+        its outputs, made from the old bytes, go."""
+        self.use_nobody()
+        root = self.site()
+        app = os.path.join(root, "js", "app.js")
+        with open(app, "ab") as f:
+            f.write(b"\n// new code\n" * 50)
+        make_world_accessible(root)
+        os.chmod(app, 0)
+        r = self.run_nobody(["--json", root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("precompress: %s: Permission denied" % app, r.err_lines, r)
+        self.assertEqual(outputs_of(root, "js/app.js"), [], "stale outputs of a failed file stayed")
+        self.assertEqual(json.loads(r.out)["removed"], 2, r)
+        # other files are untouched
+        self.assertEqual(outputs_of(root, "index.html"), ["br", "gz"])
+
+    def test_one_format_fails_the_other_old_output_goes(self):
+        """.gz cannot be written (a directory took its name): the file fails, and its old .br,
+        made from the old bytes, is removed rather than served beside a new file."""
+        root = self.site()
+        app = os.path.join(root, "js", "app.js")
+        with open(app, "wb") as f:
+            f.write(words_data(50000, seed=9))
+        os.unlink(app + ".gz")
+        os.mkdir(app + ".gz")
+        r = run(["-v", root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertTrue(any(l.startswith("precompress: %s.gz: " % app) for l in r.err_lines), r)
+        self.assertFalse(os.path.exists(app + ".br"), "the old .br of a failed file stayed")
+        self.assertTrue(os.path.isdir(app + ".gz"), "a directory is not ours to remove")
+
+    def test_dry_run_removes_nothing(self):
+        root = self.site()
+        app = os.path.join(root, "js", "app.js")
+        with open(app, "wb") as f:
+            f.write(words_data(50000, seed=9))
+        os.unlink(app + ".gz")
+        os.mkdir(app + ".gz")
+        before = walk_all(root)
+        r = run(["-n", "--json", root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(walk_all(root), before, "a dry run changed the tree")
+        self.assertEqual(json.loads(r.out.strip().splitlines()[-1])["removed"], 1, r)
+
+    def test_vanished_file_keeps_outputs(self):
+        """A file gone since the listing is not a failure of its outputs: outputs whose source
+        is gone are left alone (README), and so are these."""
+        root = self.site()
+        os.unlink(os.path.join(root, "js", "app.js"))
+        r = self.run_ok([root])
+        self.assertEqual(outputs_of(root, "js/app.js"), ["br", "gz"], r)
+
+
+class Ownership(PCTestCase):
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest("ownership cases need root")
+
+    def test_root_gives_outputs_the_sources_owner_and_group(self):
+        root = self.copy_site()
+        app = os.path.join(root, "js", "app.js")
+        os.chown(app, NOBODY, NOBODY)
+        os.chmod(app, 0o640)
+        self.run_ok([root])
+        for ext in ("gz", "br"):
+            st = os.lstat(app + "." + ext)
+            self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (NOBODY, NOBODY, 0o640), ext)
+            self.assertEqual(decode(ext, app + "." + ext), open(app, "rb").read())
+        # a file of root's keeps root's
+        st = os.lstat(os.path.join(root, "index.html.gz"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+
+    def test_user_keeps_its_own_group_when_it_may_not_give_the_sources(self):
+        """nobody may not give its outputs group 0: the run still succeeds, outputs in
+        nobody's group."""
+        self.use_nobody()
+        root = self.copy_site()
+        make_world_accessible(root)
+        app = os.path.join(root, "js", "app.js")
+        os.chown(app, NOBODY, 0)
+        os.chmod(app, 0o640)
+        r = self.run_nobody([root])
+        self.assertEqual(r.rc, 0, r)
+        st = os.lstat(app + ".gz")
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (NOBODY, NOBODY, 0o640))
+
+
+def cache_state(cache):
+    """{rel: (mtime_ns, size)} of every file under the cache dir, and the dirs."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(cache):
+        for n in dirnames + filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            out[os.path.relpath(p, cache)] = (st.st_mtime_ns, st.st_size, stat.S_IFMT(st.st_mode))
+    return out
+
+
+class DryRunCache(PCTestCase):
+    def test_dry_run_and_check_do_not_create_a_cache(self):
+        root = self.copy_site()
+        cache = self.path("cache")
+        for mode in (["-n"], ["--check"]):
+            with self.subTest(mode=mode):
+                r = run(mode + ["--cache-dir", cache, root])
+                self.assertIn(r.rc, (0, 1), r)
+                self.assertFalse(os.path.lexists(cache), "%s created the cache directory" % mode)
+                self.assertEqual(r.error_lines(), [l for l in r.error_lines() if "cache" not in l], r)
+
+    def test_dry_run_and_check_leave_a_cache_as_it_is(self):
+        root = self.copy_site()
+        cache = self.path("cache")
+        self.run_ok(["--cache-dir", cache, root])
+        entries = [k for k, v in cache_state(cache).items() if stat.S_ISREG(v[2])]
+        self.assertTrue(entries)
+        # an old last-use time the refresh would move, and one corrupt entry a real run removes
+        for e in entries:
+            os.utime(os.path.join(cache, e), ns=(1_000_000_000, 1_000_000_000))
+        with open(os.path.join(cache, entries[0]), "r+b") as f:
+            f.seek(60)
+            f.write(b"XX")
+        before = cache_state(cache)
+        for mode in (["-n"], ["--check"]):
+            with self.subTest(mode=mode):
+                fresh = self.copy_site("fresh-%s" % mode[0].strip("-"))
+                # a changed file: a miss a real run would store
+                with open(os.path.join(fresh, "js", "app.js"), "ab") as f:
+                    f.write(b"// changed\n" * 40)
+                r = run(mode + ["--cache-dir", cache, fresh])
+                self.assertIn(r.rc, (0, 1), r)
+                self.assertEqual(cache_state(cache), before, "%s changed the cache" % mode)
+
+
+class CacheFifo(PCTestCase):
+    def test_fifo_at_an_entry_name_is_a_miss(self):
+        root = self.copy_site()
+        cache = self.path("cache")
+        self.run_ok(["--cache-dir", cache, root])
+        entries = [k for k, v in cache_state(cache).items() if stat.S_ISREG(v[2])]
+        for e in entries:
+            p = os.path.join(cache, e)
+            os.unlink(p)
+            os.mkfifo(p)
+        fresh = self.copy_site("fresh")
+        r = run(["--cache-dir", cache, fresh], timeout=60)
+        self.assertEqual(r.rc, 0, r)
+        for rel in ("js/app.js", "index.html"):
+            src = os.path.join(fresh, rel)
+            for ext in ("gz", "br"):
+                self.assertEqual(decode(ext, src + "." + ext), open(src, "rb").read())
+
+
+if __name__ == "__main__":
+    main()
