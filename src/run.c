@@ -425,24 +425,92 @@ static void on_signal(uv_signal_t *h, int signo) {
   maybe_finish(r);
 }
 
+/* The PATH resolved (realpath), or NULL when it cannot be: the walk then
+ * reports the error. malloc'd.
+ */
+static char *canonical(const char *p) {
+  return realpath(p, NULL);
+}
+
+/* 1 if `path` is `dir` or lies below it, both canonical. */
+static int within(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return strncmp(path, dir, n) == 0 &&
+         (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+/* Which PATHs to walk: one given twice, or lying inside a directory given
+ * too (`ov ov/css ov`), is covered already. Walking it again would record
+ * its files under two roots, and the next incremental run, finding them
+ * under neither, would compress them all again. keep[k] is 1 for those to
+ * walk; the first of equal ones stays.
+ */
+static int covered_paths(const pc_options_t *o, unsigned char *keep) {
+  char **canon = calloc(o->npaths, sizeof(*canon));
+  unsigned char *isdir = calloc(o->npaths, 1);
+  size_t k, m;
+  int err = 0;
+
+  if (canon == NULL || isdir == NULL) {
+    err = -ENOMEM;
+    goto out;
+  }
+  for (k = 0; k < o->npaths; k++) {
+    struct stat st;
+    keep[k] = 1;
+    canon[k] = canonical(o->paths[k]);
+    isdir[k] = stat(o->paths[k], &st) == 0 && S_ISDIR(st.st_mode);
+  }
+  for (k = 0; k < o->npaths; k++) {
+    for (m = 0; m < o->npaths && keep[k]; m++) {
+      if (m == k || !keep[m] || canon[k] == NULL || canon[m] == NULL)
+        continue;
+      if (strcmp(canon[k], canon[m]) == 0)
+        keep[k] = m > k; /* equal: the first stays */
+      else if (isdir[m] && within(canon[k], canon[m]))
+        keep[k] = 0;
+    }
+  }
+out:
+  for (k = 0; canon != NULL && k < o->npaths; k++)
+    free(canon[k]);
+  free(canon);
+  free(isdir);
+  return err;
+}
+
 /* Splits the PATHs into roots: a directory is its own root; a file's root
- * is its directory.
+ * is its directory. Roots in one directory (a shell glob over it) share one
+ * descriptor: a run over thousands of file PATHs must not hold one each
+ * (ulimit -n).
  */
 static int make_roots(pc__run_t *r) {
   const pc_options_t *o = r->opts;
+  unsigned char *keep = calloc(o->npaths ? o->npaths : 1, 1);
   size_t k;
+  int err;
 
-  r->roots = calloc(o->npaths, sizeof(*r->roots));
-  if (r->roots == NULL)
+  r->roots = calloc(o->npaths ? o->npaths : 1, sizeof(*r->roots));
+  if (r->roots == NULL || keep == NULL) {
+    free(keep);
     return -ENOMEM;
-  r->nroots = (uint32_t)o->npaths;
-  for (k = 0; k < o->npaths; k++)
-    r->roots[k].fd = -1;
+  }
+  if ((err = covered_paths(o, keep)) != 0) {
+    free(keep);
+    return err;
+  }
   for (k = 0; k < o->npaths; k++) {
-    pc__root_t *root = &r->roots[k];
+    pc__root_t *root = &r->roots[r->nroots];
     const char *p = o->paths[k];
     struct stat st;
-    int is_file = stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+    uint32_t m;
+    int is_file;
+
+    if (!keep[k])
+      continue;
+    r->nroots++;
+    root->fd = -1;
+    is_file = stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
     if (is_file) {
       const char *slash = strrchr(p, '/');
       size_t dl = slash != NULL ? (size_t)(slash - p) : 0;
@@ -462,12 +530,23 @@ static int make_roots(pc__run_t *r) {
       root->label = pc__strdup(p);
     }
     if (root->dir == NULL || root->label == NULL ||
-        (is_file && root->file == NULL))
+        (is_file && root->file == NULL)) {
+      free(keep);
       return -ENOMEM;
+    }
+    for (m = 0; m + 1 < r->nroots; m++)
+      if (r->roots[m].fd >= 0 && strcmp(r->roots[m].dir, root->dir) == 0)
+        break;
+    if (m + 1 < r->nroots) {
+      root->fd = r->roots[m].fd;
+      root->fd_shared = 1;
+      continue;
+    }
     /* Failing here is the walk's to report, when it reads the root. */
     root->fd = open(root->dir[0] ? root->dir : ".",
                     O_PATH | O_DIRECTORY | O_CLOEXEC);
   }
+  free(keep);
   return 0;
 }
 
@@ -486,7 +565,7 @@ static void free_run(pc__run_t *r) {
   }
   free(r->recs);
   for (k = 0; k < r->nroots; k++) {
-    if (r->roots[k].fd >= 0)
+    if (r->roots[k].fd >= 0 && !r->roots[k].fd_shared)
       close(r->roots[k].fd);
     free(r->roots[k].dir);
     free(r->roots[k].label);

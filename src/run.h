@@ -16,6 +16,7 @@ typedef struct pc__root {
   char *label;      /* as the manifest names it */
   char *file;       /* for a file PATH: its base name, else NULL */
   int fd;           /* `dir`, O_PATH: jobs open their files below it */
+  int fd_shared;    /* fd is an earlier root's (the same dir): not closed */
 } pc__root_t;
 
 /* One file's line in the manifest. */

@@ -8,7 +8,9 @@ the tree (issue 11):
   the kernel lets a user give it;
 - --dry-run and --check change nothing in the cache: no directory made, no
   entry refreshed, added or removed;
-- a FIFO planted at a cache entry's name does not hang the run.
+- a FIFO planted at a cache entry's name does not hang the run;
+- a PATH given twice, or inside another, is walked once, and many file
+  PATHs in one directory share one descriptor.
 """
 import sys
 
@@ -17,6 +19,7 @@ import json
 import os
 import shutil
 import stat
+import unittest
 
 from pctest import (NOBODY, PCTestCase, decode, main, make_world_accessible, run, walk_all, words_data)
 
@@ -185,6 +188,54 @@ class CacheFifo(PCTestCase):
             src = os.path.join(fresh, rel)
             for ext in ("gz", "br"):
                 self.assertEqual(decode(ext, src + "." + ext), open(src, "rb").read())
+
+
+class OverlappingPaths(PCTestCase):
+    def test_repeated_and_nested_paths_are_walked_once(self):
+        """`ov ov/css ov ov/js/app.js`: every file once, under the one root; a second
+        incremental run finds every file unchanged."""
+        root = self.copy_site("ov")
+        m = self.path("m.json")
+        args = ["--json", "--manifest", m, root, os.path.join(root, "css"), root,
+                os.path.join(root, "js", "app.js")]
+        r = self.run_ok(args)
+        first = json.loads(r.out)
+        man = json.load(open(m))
+        paths = [e["path"] for e in man["files"]]
+        self.assertEqual(len(paths), len(set(paths)), paths)
+        self.assertNotIn("roots", man)
+        self.assertEqual(first["files"], len(paths))
+        r = self.run_ok(args)
+        second = json.loads(r.out)
+        self.assertEqual(second["compressed"], 0, second)
+        self.assertEqual(second["unchanged"], first["compressed"] + first["skipped"]["ratio"], second)
+
+    def test_a_path_through_a_symlink_is_the_same_path(self):
+        root = self.copy_site("real")
+        link = self.path("link")
+        os.symlink(root, link)
+        once = json.loads(self.run_ok(["--json", "-q", root]).out)["files"]
+        for args in ([root, link], [link, root]):
+            with self.subTest(args=args):
+                r = self.run_ok(["--json", "--force"] + args)
+                self.assertEqual(json.loads(r.out)["files"], once, r)
+
+
+class ManyPaths(PCTestCase):
+    @unittest.skipUnless(shutil.which("prlimit"), "prlimit (util-linux) is missing")
+    def test_1500_file_paths_under_ulimit_n_1024(self):
+        d = self.path("many")
+        os.makedirs(d)
+        names = []
+        for i in range(1500):
+            p = os.path.join(d, "f%04d.js" % i)
+            with open(p, "wb") as f:
+                f.write(b"var x%d = 'hello world, hello world, hello world, hello world';\n" % i)
+            names.append(p)
+        r = run(["--nofile=1024", "--", os.environ["PRECOMPRESS"], "--json", "--no-brotli"] + names,
+                program="prlimit", timeout=300)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(json.loads(r.out)["compressed"], 1500, r.out)
 
 
 if __name__ == "__main__":
