@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -93,6 +94,11 @@ int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final,
     fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                 mode);
     if (fd >= 0) {
+      /* Marks the temp live for as long as it is open: another run's walk
+       * removes only temps it can lock (pc__out_reap). A new file: no one
+       * else can hold it yet.
+       */
+      (void)flock(fd, LOCK_EX | LOCK_NB);
       o->fd = fd;
       o->tmp = tmp;
       return 0;
@@ -152,12 +158,19 @@ static int sync_dir(int dirfd, const char *path) {
  * the temp when anything failed.
  */
 static int finish(pc__out_t *o, const char *final, int err, int sync) {
+  /* The lock lives on the open file: a copy of the descriptor holds it
+   * until the rename is done, so that no other run takes the temp for a
+   * killed run's between our close and our rename.
+   */
+  int hold = dup(o->fd);
   /* close() reports delayed write errors (NFS, quota): check it. */
   if (close(o->fd) != 0 && err == 0)
     err = PC__ERRNO();
   o->fd = -1;
   if (err == 0 && renameat(o->dirfd, o->tmp, o->dirfd, final) != 0)
     err = errno == EISDIR ? PC_EOUTDIR : PC__ERRNO();
+  if (hold >= 0)
+    close(hold);
   if (err != 0)
     unlinkat(o->dirfd, o->tmp, 0);
   else if (sync)
@@ -202,6 +215,32 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
 
 int pc__out_finish(pc__out_t *o, const char *final) {
   return finish(o, final, 0, 0);
+}
+
+int pc__out_reap(int dirfd, const char *name, const struct timespec *before) {
+  struct stat st;
+  int fd, gone = 0;
+
+  fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                               O_NOCTTY);
+  if (fd < 0)
+    return 0;
+  /* Made before this run began (so not in the instant between another
+   * run's create and its lock), and no one holds it: its writer is gone.
+   */
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      (st.st_ctim.tv_sec < before->tv_sec ||
+       (st.st_ctim.tv_sec == before->tv_sec &&
+        st.st_ctim.tv_nsec < before->tv_nsec)) &&
+      flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    struct stat now;
+    /* Still the file we locked under that name. */
+    if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+        now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+      gone = unlinkat(dirfd, name, 0) == 0;
+  }
+  close(fd);
+  return gone;
 }
 
 void pc__out_discard(pc__out_t *o) {

@@ -9,6 +9,8 @@
  */
 #include "run.h"
 
+#include "out.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -319,12 +321,12 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     goto out;
   }
   if (S_ISREG(st.st_mode) && pc__is_temp_name(name)) {
-    /* A temp file of ours, left by a killed run: never an input. Only the
-     * shard that owns its source removes it: another shard may be writing
-     * it right now.
+    /* A temp file of ours: never an input. A killed run's is removed, by
+     * the shard that owns its source; one that another run is writing
+     * right now stays (pc__out_reap).
      */
     if (!r->cfg.dry_run && owns_temp(r, drel, name, len))
-      unlinkat(dfd, name, 0);
+      pc__out_reap(dfd, name, &r->start);
     goto out;
   }
   if (S_ISLNK(st.st_mode)) {

@@ -10,7 +10,9 @@ the tree (issue 11):
   entry refreshed, added or removed;
 - a FIFO planted at a cache entry's name does not hang the run;
 - a PATH given twice, or inside another, is walked once, and many file
-  PATHs in one directory share one descriptor.
+  PATHs in one directory share one descriptor;
+- two runs on one tree at once: neither takes the other's live temp file
+  for a killed run's.
 """
 import sys
 
@@ -19,9 +21,12 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import time
 import unittest
 
-from pctest import (NOBODY, PCTestCase, decode, main, make_world_accessible, run, walk_all, words_data)
+from pctest import (NOBODY, PCTestCase, child_env, decode, main, make_world_accessible, run, temp_leftovers, walk_all,
+                    words_data)
 
 
 def outputs_of(root, rel):
@@ -236,6 +241,41 @@ class ManyPaths(PCTestCase):
                 program="prlimit", timeout=300)
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(json.loads(r.out)["compressed"], 1500, r.out)
+
+
+class ConcurrentRuns(PCTestCase):
+    def test_two_runs_on_one_tree(self):
+        """A second run starts while the first writes a big output: it must not take the
+        first's live temp file for a killed run's. Both exit 0, outputs right, no temp left."""
+        root = self.copy_site()
+        big = os.path.join(root, "big.js")
+        with open(big, "wb") as f:
+            # gzip -9 takes a few seconds and spills its output to the temp file early
+            f.write(words_data(24 << 20, seed=5))
+        cmd = [os.environ["PRECOMPRESS"], "--no-brotli", "-j1", root]
+        for _ in range(3):
+            first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
+            deadline = time.time() + 30
+            # wait until the first run's temp for big.js.gz exists
+            while time.time() < deadline and not any(n.startswith(".big.js.gz.") for n in os.listdir(root)):
+                time.sleep(0.01)
+            second = run(["--no-brotli", "-j1", root])
+            out, err = first.communicate(timeout=120)
+            self.assertEqual(second.rc, 0, second)
+            self.assertEqual(first.returncode, 0, err.decode())
+            self.assertEqual(temp_leftovers(root), [])
+            with open(big, "rb") as f:
+                self.assertEqual(decode("gz", big + ".gz"), f.read())
+
+    def test_a_killed_runs_temp_is_still_removed(self):
+        root = self.copy_site()
+        stale = os.path.join(root, "js", ".app.js.gz.AbC123.tmp")
+        with open(stale, "wb") as f:
+            f.write(b"half")
+        # made over a second before the run (its margin for the file clock), unlocked
+        time.sleep(1.2)
+        self.run_ok([root])
+        self.assertFalse(os.path.exists(stale))
 
 
 if __name__ == "__main__":
