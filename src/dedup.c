@@ -5,6 +5,7 @@
 
 struct pc__dedup {
   uv_mutex_t lock;
+  uint64_t kept; /* bytes of outputs held, against PC__DEDUP_KEEP_MAX */
   pc__content_t **slots; /* open addressing, power-of-two size */
   size_t cap, n;
 };
@@ -28,6 +29,9 @@ void pc__dedup_free(pc__dedup_t *d) {
     return;
   for (i = 0; i < d->cap; i++) {
     if (d->slots[i] != NULL) {
+      int f;
+      for (f = 0; f < PC_NFORMATS; f++)
+        free(d->slots[i]->bytes[f]);
       free(d->slots[i]->leader);
       free(d->slots[i]);
     }
@@ -99,12 +103,39 @@ out:
   return err;
 }
 
+int pc__dedup_reserve(pc__dedup_t *d, uint64_t n) {
+  int ok;
+  uv_mutex_lock(&d->lock);
+  ok = n <= PC__DEDUP_KEEP_MAX - d->kept;
+  if (ok)
+    d->kept += n;
+  uv_mutex_unlock(&d->lock);
+  return ok;
+}
+
+void pc__dedup_unreserve(pc__dedup_t *d, uint64_t n) {
+  uv_mutex_lock(&d->lock);
+  d->kept -= n;
+  uv_mutex_unlock(&d->lock);
+}
+
 void pc__dedup_publish(pc__dedup_t *d, pc__content_t *c, int ok,
-                       const pc_output_t *out) {
+                       const pc_output_t *out, unsigned char **bytes) {
+  int f;
+
   uv_mutex_lock(&d->lock);
   c->ok = ok;
   if (ok)
     memcpy(c->out, out, sizeof(c->out));
+  for (f = 0; f < PC_NFORMATS; f++) {
+    if (ok) {
+      c->bytes[f] = bytes[f];
+    } else if (bytes[f] != NULL) {
+      d->kept -= out[f].size;
+      free(bytes[f]);
+    }
+    bytes[f] = NULL;
+  }
   c->done = 1;
   uv_mutex_unlock(&d->lock);
 }

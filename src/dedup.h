@@ -2,10 +2,13 @@
  *
  * Every job hashes its file (XXH3-128) before compressing and claims the
  * (size, hash) in this table. The first claimant leads: it compresses and
- * publishes what it kept. A later one whose content was claimed either waits
- * for the leader (back on the loop, not blocking a worker) or, once the
- * leader is done, checks that the two files hold the same bytes and copies
- * the leader's outputs instead of compressing.
+ * publishes what it kept, with a copy of each output's bytes. A later one
+ * whose content was claimed either waits for the leader (back on the loop,
+ * not blocking a worker) or, once the leader is done, checks that the two
+ * files hold the same bytes and writes the leader's outputs from that copy
+ * instead of compressing. Never from the leader's output files: whoever
+ * can write the leader's directory could swap them, and their bytes would
+ * land beside another user's file.
  *
  * This is the one lock in the library: workers claim concurrently, and a
  * round trip through the loop thread for every file would cost more than
@@ -32,6 +35,11 @@ typedef struct pc__content {
   int ok;        /* done, and the outputs below are on disk (or, dry run,
                     would be) */
   pc_output_t out[PC_NFORMATS];
+  /* The bytes of each kept output (out[f].size of them), owned; NULL when
+   * not kept: the output was too big to hold (it spilled to its file) or
+   * the table's budget was spent. A follower then compresses alone.
+   */
+  unsigned char *bytes[PC_NFORMATS];
   /* The loop thread's alone: jobs waiting for the leader. */
   void *waiters;
 } pc__content_t;
@@ -49,11 +57,26 @@ void pc__dedup_free(pc__dedup_t *d);
 int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
                     const char *path, pc__content_t **c, pc__claim_t *how);
 
-/* The leader's result. ok = 0 when it failed: followers compress alone. */
-void pc__dedup_publish(pc__dedup_t *d, pc__content_t *c, int ok,
-                       const pc_output_t *out);
+/* Outputs' bytes the table holds at most, all contents together. */
+#define PC__DEDUP_KEEP_MAX ((uint64_t)128 << 20)
 
-/* Reads c->done and, when done, c->ok and c->out under the lock. */
+/* Takes n bytes of the budget for an output a leader will publish: 1 when
+ * there was room, else 0 (the output is then not kept).
+ */
+int pc__dedup_reserve(pc__dedup_t *d, uint64_t n);
+/* Gives back a reservation that was not used. */
+void pc__dedup_unreserve(pc__dedup_t *d, uint64_t n);
+
+/* The leader's result. ok = 0 when it failed: followers compress alone.
+ * bytes[f] (may be NULL; malloc'd, out[f].size bytes, reserved) holds
+ * format f's kept output; the table takes it (and frees it when !ok).
+ */
+void pc__dedup_publish(pc__dedup_t *d, pc__content_t *c, int ok,
+                       const pc_output_t *out, unsigned char **bytes);
+
+/* Reads c->done and, when done, c->ok and c->out under the lock. The
+ * bytes (c->bytes) never change once published: read them without it.
+ */
 int pc__dedup_result(pc__dedup_t *d, pc__content_t *c, int *ok,
                      pc_output_t *out);
 

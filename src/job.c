@@ -49,6 +49,8 @@ struct fmt_state {
   int cache_fd;     /* a cached payload to copy, or -1 */
   const unsigned char *mem; /* once settled: all of the output, still in
                                buf (never spilled before), or NULL */
+  unsigned char *keep; /* a leader's copy of its kept output for followers
+                          to write from (dedup.h), or NULL */
 };
 
 pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
@@ -201,6 +203,8 @@ static void drop(struct fmt_state *s) {
   s->cache_fd = -1;
   pc__enc_free(s->enc);
   s->enc = NULL;
+  free(s->keep); /* not published: a failed leader's */
+  s->keep = NULL;
   pc__out_discard(&s->out);
   pc__buf_free(&s->buf);
   s->total = 0;
@@ -358,78 +362,37 @@ out:
   return ret;
 }
 
-/* Opens another file's output to copy it without moving its atime, which
- * is its source's (O_NOATIME needs us to own it; else a plain open).
- */
-static int open_noatime(const char *name) {
-  int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK;
-  int fd = open(name, flags | O_NOATIME);
-  if (fd < 0 && errno == EPERM)
-    fd = open(name, flags);
-  return fd;
-}
-
-/* Copies the leader's kept outputs into our temp files. 0 when every kept
- * output was copied, 1 when one of them is not what the leader wrote (gone,
- * replaced): then the caller compresses instead. Negative on our own write
- * errors.
+/* Writes the leader's kept outputs into our temp files from the copy the
+ * leader published (dedup.h), never from its files. 0 when every kept
+ * output was written, 1 when the leader kept no copy of one (too big, or
+ * the budget spent): then the caller compresses instead. Negative on our
+ * own write errors.
  */
 static int copy_outputs(pc__job_t *j, struct fmt_state *fs,
-                        const pc_output_t *lo, const char *leader) {
-  int fds[PC_NFORMATS], f, ret = 0;
-  unsigned char *buf = NULL;
+                        const pc_output_t *lo, const pc__content_t *c) {
+  int f, err;
 
+  /* Every kept format's bytes must be there, or the follower compresses:
+   * a partial copy would mix a copied .gz with a fresh .br for nothing.
+   */
   for (f = 0; f < PC_NFORMATS; f++)
-    fds[f] = -1;
+    if ((j->cfg->formats & PC_FMT_BIT(f)) && lo[f].state == PC_OUT_KEPT &&
+        c->bytes[f] == NULL && !j->cfg->dry_run)
+      return 1;
   for (f = 0; f < PC_NFORMATS; f++) {
-    char name[PATH_MAX];
-    struct stat st;
+    struct fmt_state *s = &fs[f];
     if (!(j->cfg->formats & PC_FMT_BIT(f)) || lo[f].state != PC_OUT_KEPT)
       continue;
-    fs[f].total = lo[f].size;
+    s->total = lo[f].size;
     if (j->cfg->dry_run)
-      continue; /* nothing on disk to copy from, and nothing to write */
-    if ((size_t)snprintf(name, sizeof(name), "%s.%s", leader,
-                         pc_format_ext((pc_format_t)f)) >= sizeof(name) ||
-        (fds[f] = open_noatime(name)) < 0 ||
-        fstat(fds[f], &st) != 0 || !S_ISREG(st.st_mode) ||
-        (uint64_t)st.st_size != lo[f].size) {
-      ret = 1;
-      goto out;
+      continue; /* nothing to write */
+    if ((err = pc__out_open(&s->out, j->pdir, s->base)) != 0 ||
+        (err = pc__out_write(&s->out, c->bytes[f], lo[f].size)) != 0) {
+      fail(j, err, s->final);
+      return err;
     }
   }
-  if (!j->cfg->dry_run && (buf = malloc(COPY_BUF)) == NULL) {
-    ret = -ENOMEM;
-    goto out;
-  }
-  for (f = 0; f < PC_NFORMATS && !j->cfg->dry_run; f++) {
-    uint64_t left = lo[f].size;
-    struct fmt_state *s = &fs[f];
-    if (fds[f] < 0)
-      continue;
-    if ((ret = pc__out_open(&s->out, j->pdir, s->base)) != 0) {
-      fail(j, ret, s->final);
-      goto out;
-    }
-    while (left > 0) {
-      size_t n = left < COPY_BUF ? (size_t)left : COPY_BUF;
-      if (read_full(fds[f], buf, n) != 0) {
-        ret = 1; /* the leader's output changed under us */
-        goto out;
-      }
-      if ((ret = pc__out_write(&s->out, buf, n)) != 0) {
-        fail(j, ret, s->final);
-        goto out;
-      }
-      left -= n;
-    }
-  }
-out:
-  for (f = 0; f < PC_NFORMATS; f++)
-    if (fds[f] >= 0)
-      close(fds[f]);
-  free(buf);
-  return ret;
+  return 0;
 }
 
 /* Copies n bytes from fd into the format's temp file. */
@@ -462,6 +425,44 @@ out:
 }
 
 /* Writes (or in a dry run, classifies) format f's output. */
+/* A leader's copy of its kept output, for files with the same bytes to
+ * write from (dedup.h): from memory, or read back through the temp's own
+ * descriptor before its rename, never through a name. Best effort, within
+ * the table's budget: without it followers compress.
+ */
+static void keep_for_followers(pc__job_t *j, struct fmt_state *s,
+                               uint64_t n) {
+  unsigned char *p;
+  uint64_t done = 0;
+
+  if (n > SIZE_MAX || !pc__dedup_reserve(j->cfg->dedup, n))
+    return;
+  if ((p = malloc(n ? (size_t)n : 1)) == NULL)
+    goto undo;
+  if (s->mem != NULL) {
+    memcpy(p, s->mem, (size_t)n);
+  } else {
+    while (done < n) {
+      ssize_t r = pread(s->out.fd, p + done, (size_t)(n - done), (off_t)done);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        break;
+      done += (uint64_t)r;
+    }
+    if (done != n) {
+      free(p);
+      goto undo;
+    }
+  }
+  s->keep = p;
+  return;
+undo:
+  /* Published as not kept: the reservation goes back with it. */
+  s->keep = NULL;
+  pc__dedup_unreserve(j->cfg->dedup, n);
+}
+
 static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   pc_output_t *o = &j->out[f];
   struct stat ost;
@@ -515,6 +516,8 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   }
   if (whole) /* spill() empties buf but keeps its bytes */
     s->mem = s->buf.data;
+  if (j->lead)
+    keep_for_followers(j, s, o->size);
   if ((err = pc__out_commit(&s->out, s->base, j->st, j->cfg->fsync)) != 0)
     fail(j, err, s->final);
   return err;
@@ -563,7 +566,7 @@ static int try_copy(pc__job_t *j, int fd, const unsigned char *whole,
     return 0;
   if ((r = same_bytes(j, fd, whole, j->content->leader)) != 1)
     return r;
-  r = copy_outputs(j, fs, lo, j->content->leader);
+  r = copy_outputs(j, fs, lo, j->content);
   if (r != 0) {
     for (f = 0; f < PC_NFORMATS; f++)
       pc__out_discard(&fs[f].out);
@@ -885,7 +888,14 @@ static void job_run(pc__job_t *j) {
 out:
   /* Followers wait on this: a leader always publishes, failed or not. */
   if (j->lead)
-    pc__dedup_publish(j->cfg->dedup, j->content, j->err == 0, j->out);
+  {
+    unsigned char *keep[PC_NFORMATS];
+    for (f = 0; f < PC_NFORMATS; f++) {
+      keep[f] = fs[f].keep;
+      fs[f].keep = NULL;
+    }
+    pc__dedup_publish(j->cfg->dedup, j->content, j->err == 0, j->out, keep);
+  }
   if (fd >= 0)
     close(fd);
   free(whole);

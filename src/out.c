@@ -91,7 +91,10 @@ int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final,
     int fd;
     if (tmp == NULL)
       return -ENOMEM;
-    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+    /* O_RDWR: a leader reads its output back through this descriptor for
+     * files with the same bytes (job.c), never through a name.
+     */
+    fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                 mode);
     if (fd >= 0) {
       /* Marks the temp live for as long as it is open: another run's walk
@@ -225,13 +228,14 @@ int pc__out_reap(int dirfd, const char *name, const struct timespec *before) {
                                O_NOCTTY);
   if (fd < 0)
     return 0;
-  /* Made before this run began (so not in the instant between another
-   * run's create and its lock), and no one holds it: its writer is gone.
+  /* Made by the time this run began (so not in the instant between
+   * another run's create and its lock), and no one holds it: its writer
+   * is gone.
    */
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
       (st.st_ctim.tv_sec < before->tv_sec ||
        (st.st_ctim.tv_sec == before->tv_sec &&
-        st.st_ctim.tv_nsec < before->tv_nsec)) &&
+        st.st_ctim.tv_nsec <= before->tv_nsec)) &&
       flock(fd, LOCK_EX | LOCK_NB) == 0) {
     struct stat now;
     /* Still the file we locked under that name. */

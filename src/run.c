@@ -629,9 +629,10 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   if (r == NULL)
     return -ENOMEM;
   r->opts = opts;
-  /* A second less: file times come from a coarser clock than this one. */
-  clock_gettime(CLOCK_REALTIME, &r->start);
-  r->start.tv_sec -= 1;
+  /* The clock file times are read from (the kernel stamps them with the
+   * coarse one): a file made after this instant has a later ctime.
+   */
+  clock_gettime(CLOCK_REALTIME_COARSE, &r->start);
   r->cur.fd = -1;
   r->cfg.formats = opts->formats;
   for (f = 0; f < PC_NFORMATS; f++)

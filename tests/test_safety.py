@@ -12,7 +12,9 @@ the tree (issue 11):
 - a PATH given twice, or inside another, is walked once, and many file
   PATHs in one directory share one descriptor;
 - two runs on one tree at once: neither takes the other's live temp file
-  for a killed run's.
+  for a killed run's;
+- identical files' outputs are written from the first one's own bytes,
+  never read back from its output names, which another account may swap.
 """
 import sys
 
@@ -22,10 +24,11 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
 import time
 import unittest
 
-from pctest import (NOBODY, PCTestCase, child_env, decode, main, make_world_accessible, run, temp_leftovers, walk_all,
+from pctest import (NOBODY, PCTestCase, child_env, decode, gz_oracle, main, make_world_accessible, run, temp_leftovers, walk_all,
                     words_data)
 
 
@@ -272,10 +275,70 @@ class ConcurrentRuns(PCTestCase):
         stale = os.path.join(root, "js", ".app.js.gz.AbC123.tmp")
         with open(stale, "wb") as f:
             f.write(b"half")
-        # made over a second before the run (its margin for the file clock), unlocked
-        time.sleep(1.2)
+        # made before the run, and nobody holds it
         self.run_ok([root])
         self.assertFalse(os.path.exists(stale))
+
+
+class DedupeCopies(PCTestCase):
+    def test_swapped_leader_output_never_reaches_another_users_file(self):
+        """Another account owns the directory of the first of many identical files and keeps
+        swapping same-length garbage in at that file's output names. The copies beside the
+        other files come from the leader's own bytes, never from those names: all decode."""
+        data = words_data(20000, seed=77)
+        for attempt in range(3):
+            root = self.path("t%d" % attempt)
+            a = os.path.join(root, "z")  # walked first (the walk's stack): its file leads
+            b = os.path.join(root, "a")
+            os.makedirs(a)
+            os.makedirs(b)
+            os.chown(a, NOBODY, NOBODY)
+            with open(os.path.join(a, "lead.js"), "wb") as f:
+                f.write(data)
+            # other files beside it make its directory's unit the largest: it runs first
+            for i in range(5):
+                with open(os.path.join(a, "other%d.js" % i), "wb") as f:
+                    f.write(words_data(20000, seed=100 + i))
+            for i in range(40):
+                os.makedirs(os.path.join(b, "%02d" % i))
+                with open(os.path.join(b, "%02d" % i, "copy.js"), "wb") as f:
+                    f.write(data)
+            n = len(gz_oracle(data))
+            junk = os.path.join(a, ".junk")
+            stop = threading.Event()
+
+            def swap():
+                k = 0
+                while not stop.is_set():
+                    for ext in ("gz", "br"):
+                        size = os.path.getsize(os.path.join(a, "lead.js." + ext)) \
+                            if os.path.exists(os.path.join(a, "lead.js." + ext)) else n
+                        with open(junk, "wb") as f:
+                            f.write(bytes([k & 0xff]) * size)
+                        try:
+                            os.rename(junk, os.path.join(a, "lead.js." + ext))
+                        except OSError:
+                            pass
+                    k += 1
+
+            t = threading.Thread(target=swap)
+            t.start()
+            try:
+                r = run(["-j1", "--json", root])
+            finally:
+                stop.set()
+                t.join()
+            self.assertEqual(r.rc, 0, r)
+            # they were copies, not compressed again (else this proves nothing)
+            self.assertEqual(json.loads(r.out)["deduped"], 40, r.out)
+            for i in range(40):
+                p = os.path.join(b, "%02d" % i, "copy.js")
+                for ext in ("gz", "br"):
+                    try:
+                        got = decode(ext, p + "." + ext)
+                    except Exception as e:  # garbage does not even decode
+                        self.fail("%s.%s: %s" % (p, ext, e))
+                    self.assertEqual(got, data, "%s.%s holds another account's bytes" % (p, ext))
 
 
 if __name__ == "__main__":
