@@ -80,19 +80,36 @@ static void after_stdout(cli_report_t *r) {
     fflush(stdout);
 }
 
-void cli_report_msg(cli_report_t *r, const char *fmt, ...) {
-  va_list ap;
-
+void cli_report_begin(cli_report_t *r) {
   cli_report_clear(r);
   /* Lines already written to a buffered stdout go first, so that a log
    * taking both streams keeps them in order.
    */
   fflush(stdout);
-  va_start(ap, fmt);
   fputs("precompress: ", stderr);
+}
+
+void cli_report_msg(cli_report_t *r, const char *fmt, ...) {
+  va_list ap;
+
+  cli_report_begin(r);
+  va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
   va_end(ap);
+  fputc('\n', stderr);
+}
+
+void cli_report_name_msg(cli_report_t *r, const char *name, const char *fmt,
+                         ...) {
+  va_list ap;
+
+  cli_report_begin(r);
+  cli_put_name(stderr, name);
+  fputs(": ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
 }
 
 static int any_kept(const pc_file_t *f) {
@@ -104,21 +121,45 @@ static int any_kept(const pc_file_t *f) {
   return 0;
 }
 
+/* What became of a file, in one word: -v's first word. *skip receives
+ * the reason of a "skipped" file (ratio when it was compressed but kept
+ * nothing), else PC_SKIP_NONE.
+ */
+static const char *file_status(const pc_file_t *f, pc_skip_t *skip) {
+  *skip = PC_SKIP_NONE;
+  if (f->err != 0)
+    return "failed";
+  if (f->unchanged)
+    return "unchanged";
+  if (f->skip != PC_SKIP_NONE || !any_kept(f)) {
+    *skip = f->skip != PC_SKIP_NONE ? f->skip : PC_SKIP_RATIO;
+    return "skipped";
+  }
+  return f->deduped ? "copied" : f->cached ? "cached" : "compressed";
+}
+
+/* Starts a stdout line "WORD NAME", the name escaped. */
+static void name_line(cli_report_t *r, const char *word, const char *name) {
+  before_stdout(r);
+  fputs(word, stdout);
+  fputc(' ', stdout);
+  cli_put_name(stdout, name);
+}
+
 static void verbose_line(cli_report_t *r, const pc_file_t *f) {
   const char *sep = " ";
+  const char *status;
+  pc_skip_t skip;
   int i;
 
-  before_stdout(r);
+  status = file_status(f, &skip);
+  name_line(r, status, f->fullpath);
   if (f->unchanged) {
-    printf("unchanged %s\n", f->fullpath);
-  } else if (f->skip != PC_SKIP_NONE) {
-    printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(f->skip));
-  } else if (!any_kept(f)) {
-    printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(PC_SKIP_RATIO));
+    fputc('\n', stdout);
+  } else if (skip != PC_SKIP_NONE) {
+    printf(" (%s)\n", pc_skip_name(skip));
   } else {
-    printf("%s %s (%" PRIu64 " ->",
-           f->deduped ? "copied" : f->cached ? "cached" : "compressed",
-           f->fullpath, f->size);
+    printf(" (%" PRIu64 " ->", f->size);
     for (i = 0; i < PC_NFORMATS; i++) {
       const pc_output_t *o = &f->out[i];
 
@@ -162,8 +203,8 @@ static void listing_lines(cli_report_t *r, const pc_file_t *f) {
 
     if (word == NULL)
       continue;
-    before_stdout(r);
-    printf("%s %s.%s\n", word, f->fullpath, pc_format_ext((pc_format_t) i));
+    name_line(r, word, f->fullpath);
+    printf(".%s\n", pc_format_ext((pc_format_t) i));
     r->listed++;
   }
 }
@@ -213,21 +254,23 @@ static void memory_text(const cli_report_t *r, const pc_totals_t *t) {
 
 void cli_report_file(void *data, const pc_file_t *file) {
   cli_report_t *r = data;
+  const cli_args_t *a = r->args;
 
   if (file->err != 0)
-    cli_report_msg(r, "%s: %s",
-                   file->err_path != NULL ? file->err_path : file->fullpath,
-                   pc_strerror(file->err));
-  if (r->args->verbose && file->alone) {
-    char a[32];
-    cli_report_msg(r, "%s: ran alone: its encoders need more than the "
-                   "%s memory limit by themselves", file->fullpath,
-                   limit_text(a, sizeof(a), r->mem.limit));
+    cli_report_name_msg(r,
+                        file->err_path != NULL ? file->err_path
+                                               : file->fullpath,
+                        "%s", pc_strerror(file->err));
+  if (a->verbose && file->alone) {
+    char lim[32];
+    cli_report_name_msg(r, file->fullpath, "ran alone: its encoders need "
+                        "more than the %s memory limit by themselves",
+                        limit_text(lim, sizeof(lim), r->mem.limit));
   }
   /* A failed file has its line on stderr already. */
-  if (r->args->verbose && file->err == 0)
+  if (a->verbose && file->err == 0)
     verbose_line(r, file);
-  if (r->args->opts.dry_run)
+  if (a->opts.dry_run)
     listing_lines(r, file);
   after_stdout(r);
 }
@@ -236,7 +279,7 @@ void cli_report_error(void *data, const char *path, int err) {
   cli_report_t *r = data;
 
   if (path != NULL)
-    cli_report_msg(r, "%s: %s", path, pc_strerror(err));
+    cli_report_name_msg(r, path, "%s", pc_strerror(err));
   else
     cli_report_msg(r, "%s", pc_strerror(err));
 }

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""Names in the output: escaped like `ls -b` wherever a person reads them.
+
+Every case is caused for real: files whose names hold a newline, terminal
+escapes, a tab, a backslash, bytes that are not UTF-8 and a C1 control, run
+through -v, --dry-run, --check, error lines (an unreadable file, run as uid
+65534 since root ignores permissions), the "ran alone" note and the
+messages about PATH arguments and merge-manifests inputs.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+import os
+
+from pctest import SUMMARY_RE, PCTestCase, main, make_world_accessible, run, words_data
+
+# name on disk -> how human output must show it (GNU `ls -b`, quoting style "escape").
+ODD = {
+    b"new\nline.js": "new\\nline.js",
+    b"\x1b[31mred.js": "\\033[31mred.js",
+    b"tab\there.js": "tab\\there.js",
+    b"back\\slash.js": "back\\\\slash.js",
+    b"bad\xff.js": "bad\\377.js",
+    "caf\u00e9.js".encode(): "caf\u00e9.js",
+    b"c1\xc2\x85.js": "c1\\302\\205.js",
+    b"del\x7f.js": "del\\177.js",
+    b"bel\x07bs\x08vt\x0bff\x0ccr\x0d.js": "bel\\abs\\bvt\\vff\\fcr\\r.js",
+    b"ctl\x01\x1f.js": "ctl\\001\\037.js",
+    b"sp ace.js": "sp ace.js",
+    b"cut\xc3.js": "cut\\303.js",               # a lead byte without its continuation
+    b"sur\xed\xa0\x80.js": "sur\\355\\240\\200.js",  # a UTF-16 surrogate, not UTF-8
+    b"over\xc0\xaf.js": "over\\300\\257.js",      # an overlong '/'
+    "\u65e5\u672c.js".encode(): "\u65e5\u672c.js",
+}
+
+# A name that, printed raw, would forge a -v line of its own. A name cannot
+# hold '/', so the forged path is made of directories.
+FORGE_DIRS = [b"x\ncompressed ", b"etc"]
+FORGE_FILE = b"passwd (1 -> gz 1)"
+FORGE_REL = b"/".join(FORGE_DIRS + [FORGE_FILE])
+FORGE_SHOWN = "x\\ncompressed /etc/passwd (1 -> gz 1)"
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def assert_safe_text(tc, blob, what):
+    """Output a person reads: valid UTF-8, no control byte but the newline, no C1 control."""
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError as e:
+        tc.fail("%s is not valid UTF-8 (%s): %r" % (what, e, blob[-2000:]))
+    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+    tc.assertEqual(bad, [], "%s holds control characters: %r" % (what, blob[-2000:]))
+    return text
+
+
+def lines(blob):
+    return [l for l in blob.split(b"\n") if l != b""]
+
+
+class Base(PCTestCase):
+    def odd_tree(self, forge=True, size=3000):
+        """ODD's files (and the forging one), each with its own content so none is a copy."""
+        root = self.path("site")
+        os.makedirs(root)
+        broot = os.fsencode(root)
+        for i, n in enumerate(sorted(ODD)):
+            write(os.path.join(broot, n), words_data(size + i, seed=100 + i))
+        if forge:
+            d = os.path.join(broot, *FORGE_DIRS)
+            os.makedirs(d)
+            write(os.path.join(d, FORGE_FILE), words_data(size + 99, seed=99))
+        return root
+
+    def shown(self, root):
+        """{rel bytes: the full path as human output shows it}."""
+        res = {n: "%s/%s" % (root, s) for n, s in ODD.items()}
+        res[FORGE_REL] = "%s/%s" % (root, FORGE_SHOWN)
+        return res
+
+    def size(self, root, rel, ext=None):
+        p = os.path.join(os.fsencode(root), rel)
+        return os.path.getsize(p + b"." + ext.encode() if ext else p)
+
+
+class HumanOutput(Base):
+    def test_verbose_lines_are_escaped(self):
+        root = self.odd_tree()
+        r = run(["-v", "--progress", "never", root])
+        self.assertEqual(r.rc, 0, r)
+        out = assert_safe_text(self, r.out_b, "-v's stdout")
+        assert_safe_text(self, r.err_b, "stderr")
+        want = sorted("compressed %s (%d -> gz %d, br %d)" % (s, self.size(root, rel), self.size(root, rel, "gz"),
+                                                             self.size(root, rel, "br"))
+                      for rel, s in self.shown(root).items())
+        self.assertEqual(sorted(out.split("\n")[:-1]), want)
+
+    def test_a_name_cannot_forge_a_line(self):
+        root = self.odd_tree()
+        r = run(["-v", root])
+        self.assertEqual(r.rc, 0, r)
+        got = lines(r.out_b)
+        # One line per file, each about a file under root: nothing a name could add.
+        self.assertEqual(len(got), len(ODD) + 1, r)
+        prefix = ("compressed %s/" % root).encode()
+        for l in got:
+            self.assertTrue(l.startswith(prefix), l)
+        about = [l for l in got if b"passwd" in l]
+        self.assertEqual(about, [("compressed %s/%s (%d -> gz %d, br %d)" % (
+            root, FORGE_SHOWN, self.size(root, FORGE_REL), self.size(root, FORGE_REL, "gz"),
+            self.size(root, FORGE_REL, "br"))).encode()])
+        self.assertFalse([l for l in got if l.startswith(b"compressed /etc/")], r)
+
+    def test_dry_run_and_check_lines_are_escaped(self):
+        root = self.odd_tree()
+        shown = self.shown(root)
+        r = run(["--dry-run", root])
+        self.assertEqual(r.rc, 0, r)
+        out = assert_safe_text(self, r.out_b, "--dry-run's stdout")
+        want = sorted("would write %s.%s" % (s, ext) for s in shown.values() for ext in ("gz", "br"))
+        self.assertEqual(sorted(out.split("\n")[:-1]), want)
+
+        r = run(["--check", root])
+        self.assertEqual(r.rc, 1, r)
+        out = assert_safe_text(self, r.out_b, "--check's stdout")
+        want = sorted("missing %s.%s" % (s, ext) for s in shown.values() for ext in ("gz", "br"))
+        self.assertEqual(sorted(out.split("\n")[:-1]), want)
+
+        self.run_ok(["-q", root])
+        # Plant an unwanted output: a ratio-skipped file with an old .gz beside it.
+        broot = os.fsencode(root)
+        write(os.path.join(broot, b"rnd\x1b]0;x\x07.js"), os.urandom(3000))
+        write(os.path.join(broot, b"rnd\x1b]0;x\x07.js.gz"), b"old")
+        r = run(["--check", root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.out_b, ("unwanted %s/rnd\\033]0;x\\a.js.gz\n" % root).encode())
+
+    def test_error_lines_are_escaped(self):
+        """An unreadable file fails with one line on stderr, its name escaped (as uid 65534)."""
+        self.use_nobody()
+        root = self.odd_tree()
+        make_world_accessible(root)
+        broot = os.fsencode(root)
+        unreadable = [b"\x1b[31mred.js", b"new\nline.js", b"bad\xff.js", b"c1\xc2\x85.js", FORGE_REL]
+        for rel in unreadable:
+            os.chmod(os.path.join(broot, rel), 0)
+        shown = self.shown(root)
+        r = self.run_nobody(["-v", "--progress", "never", root])
+        self.assertEqual(r.rc, 1, r)
+        err = assert_safe_text(self, r.err_b, "stderr")
+        assert_safe_text(self, r.out_b, "stdout")
+        errors = [l for l in err.split("\n")[:-1] if not SUMMARY_RE.match(l)]
+        self.assertEqual(sorted(errors),
+                         sorted("precompress: %s: Permission denied" % shown[rel] for rel in unreadable))
+        self.assertEqual(len([l for l in err.split("\n") if "passwd" in l]), 1, r)
+        # The other files still have their -v lines; the failed ones have none.
+        self.assertEqual(len(lines(r.out_b)), len(ODD) + 1 - len(unreadable), r)
+
+    def test_ran_alone_note_is_escaped(self):
+        # Files over 64 KiB are units of their own, so each one runs alone under a 1 KiB limit.
+        root = self.odd_tree(forge=False, size=70000)
+        shown = self.shown(root)
+        r = run(["-v", "--memory-limit", "1k", root])
+        self.assertEqual(r.rc, 0, r)
+        err = assert_safe_text(self, r.err_b, "stderr")
+        notes = sorted(l for l in err.split("\n") if "ran alone" in l and not SUMMARY_RE.match(l))
+        self.assertEqual(notes, sorted("precompress: %s: ran alone: its encoders need more than the 1.0 KiB memory "
+                                       "limit by themselves" % shown[n] for n in ODD))
+
+    def test_path_arguments_are_escaped(self):
+        missing = os.fsencode(self.path("gone")) + b"/no\nsuch\x1b[2J\xff"
+        r = run([missing])
+        self.assertEqual(r.rc, 2, r)
+        self.assertEqual(r.err_b, b"precompress: " + os.fsencode(self.path("gone")) +
+                         b"/no\\nsuch\\033[2J\\377: No such file or directory\n")
+        self.assertEqual(r.out_b, b"")
+
+    def test_merge_manifests_names_are_escaped(self):
+        out = os.fsencode(self.path("out.json"))
+        first = os.fsencode(self.path("in\n1\x1b.json"))
+        r = run(["merge-manifests", out, first])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.err_b, b"precompress: " + os.fsencode(self.path("")) +
+                         b"in\\n1\\033.json: No such file or directory\n")
+
+        # Two shards of different jobs: both names in one line.
+        root = self.odd_tree(forge=False)
+        m1, m2 = self.path("m\t1.json"), self.path("m\x1b2.json")
+        self.run_ok(["-q", "--shard", "1/2", "--manifest", m1, root])
+        self.run_ok(["-q", "--shard", "2/2", "--no-brotli", "--manifest", m2, root])
+        r = run(["merge-manifests", out, m1, m2])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.err_b, ("precompress: %s: written with other options or roots than %s: not a shard of "
+                                   "the same job\n" % (self.path("m\\0332.json"), self.path("m\\t1.json"))).encode())
+
+
+if __name__ == "__main__":
+    main()
