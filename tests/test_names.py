@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Names in the output: escaped like `ls -b` wherever a person reads them.
+"""Names in the output: escaped like `ls -b` wherever a person reads them;
+--json keeps stdout JSON only.
 
 Every case is caused for real: files whose names hold a newline, terminal
 escapes, a tab, a backslash, bytes that are not UTF-8 and a C1 control, run
@@ -12,7 +13,8 @@ import sys
 sys.dont_write_bytecode = True
 import os
 
-from pctest import SUMMARY_RE, PCTestCase, main, make_world_accessible, run, words_data
+from pctest import (SUMMARY_RE, PCTestCase, load_json_strict, main, make_world_accessible, run,
+                    words_data)
 
 # name on disk -> how human output must show it (GNU `ls -b`, quoting style "escape").
 ODD = {
@@ -195,6 +197,33 @@ class HumanOutput(Base):
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(r.err_b, ("precompress: %s: written with other options or roots than %s: not a shard of "
                                    "the same job\n" % (self.path("m\\0332.json"), self.path("m\\t1.json"))).encode())
+
+
+class JsonStdout(Base):
+    def test_check_and_dry_run_json_print_one_object(self):
+        root = self.odd_tree()
+        for args, rc in ((["--check", "--json"], 1), (["--dry-run", "--json"], 0), (["-n", "-v", "--json"], 0)):
+            with self.subTest(args=args):
+                r = run(args + [root])
+                self.assertEqual(r.rc, rc, r)
+                out = r.out_b
+                if "-v" in args:
+                    # -v's lines were asked for; the listing lines were not.
+                    vl = lines(out)[:-1]
+                    self.assertEqual(len(vl), len(ODD) + 1)
+                    self.assertFalse([l for l in vl if l.startswith(b"would ")], r)
+                    out = lines(out)[-1] + b"\n"
+                self.assertEqual(out.count(b"\n"), 1, r)
+                j = load_json_strict(out)
+                self.assertEqual(j["changes"], 2 * (len(ODD) + 1))
+                self.assertEqual(j["exit"], rc)
+                self.assertTrue(j["dry_run"])
+        # Up to date: still exactly the object.
+        self.run_ok(["-q", root])
+        r = run(["--check", "--json", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.out_b.count(b"\n"), 1, r)
+        self.assertEqual(load_json_strict(r.out_b)["changes"], 0)
 
 
 if __name__ == "__main__":

@@ -195,7 +195,11 @@ static const char *action_word(pc_action_t a, int check) {
   return NULL;
 }
 
+/* With --json stdout is JSON only: the lines are counted (for --check's
+ * exit status) but not printed; the summary's "changes" carries them.
+ */
 static void listing_lines(cli_report_t *r, const pc_file_t *f) {
+  int print = !r->args->json;
   int i;
 
   for (i = 0; i < PC_NFORMATS; i++) {
@@ -203,9 +207,11 @@ static void listing_lines(cli_report_t *r, const pc_file_t *f) {
 
     if (word == NULL)
       continue;
+    r->listed++;
+    if (!print)
+      continue;
     name_line(r, word, f->fullpath);
     printf(".%s\n", pc_format_ext((pc_format_t) i));
-    r->listed++;
   }
 }
 

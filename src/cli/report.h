@@ -8,7 +8,7 @@
  *
  * Every name in human output goes through cli_put_name() (escape.h): a
  * file name is not ours, and must not be able to forge a line or drive the
- * terminal.
+ * terminal. With --json, stdout holds JSON only (but for -v's lines).
  */
 #ifndef PC_CLI_REPORT_H
 #define PC_CLI_REPORT_H
