@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Names in the output: escaped like `ls -b` wherever a person reads them;
---json keeps stdout JSON only.
+removals reported; --json keeps stdout JSON only.
 
 Every case is caused for real: files whose names hold a newline, terminal
 escapes, a tab, a backslash, bytes that are not UTF-8 and a C1 control, run
@@ -12,6 +12,7 @@ import sys
 
 sys.dont_write_bytecode = True
 import os
+import re
 
 from pctest import (SUMMARY_RE, PCTestCase, load_json_strict, main, make_world_accessible, run,
                     words_data)
@@ -197,6 +198,87 @@ class HumanOutput(Base):
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(r.err_b, ("precompress: %s: written with other options or roots than %s: not a shard of "
                                    "the same job\n" % (self.path("m\\0332.json"), self.path("m\\t1.json"))).encode())
+
+
+class Removed(Base):
+    def test_removed_lines_and_count(self):
+        root = self.odd_tree()
+        shown = self.shown(root)
+        self.run_ok(["-q", root])
+        r = self.run_ok(["-v", "--max-ratio", "0.000000001", root])
+        out = assert_safe_text(self, r.out_b, "stdout").split("\n")[:-1]
+        # Each file's line, then one "removed" line per output it lost.
+        self.assertEqual(len(out), 3 * len(shown), r)
+        for i in range(0, len(out), 3):
+            m = re.match(r"^skipped (.*) \(ratio\)$", out[i])
+            self.assertIsNotNone(m, out[i])
+            self.assertIn(m.group(1), shown.values())
+            self.assertEqual(out[i + 1:i + 3], ["removed %s.gz" % m.group(1), "removed %s.br" % m.group(1)])
+        s = r.summary()
+        self.assertEqual(s["removed"], 2 * len(shown), r)
+        self.assertRegex(s["line"], r", 0 failed, %d removed; " % (2 * len(shown)))
+        for rel in shown:
+            for ext in (b".gz", b".br"):
+                self.assertFalse(os.path.lexists(os.path.join(os.fsencode(root), rel) + ext))
+
+    def test_emptied_file_and_count_without_v(self):
+        root = self.odd_tree(forge=False)
+        self.run_ok(["-q", root])
+        name = b"\x1b[31mred.js"
+        write(os.path.join(os.fsencode(root), name), b"")
+        r = self.run_ok(["-v", root])
+        got = [l for l in lines(r.out_b) if b"red.js" in l]
+        self.assertEqual(got, [("skipped %s/\\033[31mred.js (empty)" % root).encode(),
+                               ("removed %s/\\033[31mred.js.gz" % root).encode(),
+                               ("removed %s/\\033[31mred.js.br" % root).encode()])
+        self.assertEqual(r.summary()["removed"], 2)
+        # Nothing left to remove: no count at all.
+        r = self.run_ok([root])
+        self.assertEqual(r.out_b, b"")
+        self.assertNotIn("removed", r.summary()["line"])
+        self.assertEqual(r.summary()["removed"], 0)
+
+    def test_count_without_v(self):
+        root = self.odd_tree(forge=False)
+        self.run_ok(["-q", root])
+        r = self.run_ok(["--max-ratio", "0.000000001", root])
+        self.assertEqual(r.out_b, b"")
+        self.assertEqual(r.summary()["removed"], 2 * len(ODD), r)
+
+    def test_dry_run_says_would_remove_only(self):
+        root = self.odd_tree(forge=False)
+        self.run_ok(["-q", root])
+        # A real run would print "removed" lines and count them (test above); a dry run lists
+        # "would remove" and counts them among its changes instead.
+        r = self.run_ok(["-v", "-n", "--max-ratio", "0.000000001", root])
+        self.assertEqual(r.summary()["changes"], 2 * len(ODD))
+        r = self.run_ok(["-v", "--max-ratio", "0.000000001", root])
+        self.assertEqual(r.summary()["removed"], 2 * len(ODD), r)
+        self.run_ok(["-q", root])
+        r = self.run_ok(["-v", "-n", "--max-ratio", "0.000000001", root])
+        out = lines(r.out_b)
+        self.assertFalse([l for l in out if l.startswith(b"removed ")], r)
+        self.assertEqual(len([l for l in out if l.startswith(b"would remove ")]), 2 * len(ODD), r)
+        s = r.summary()
+        self.assertTrue(s["dry"])
+        self.assertEqual(s["removed"], 0)
+        self.assertNotIn(" removed", s["line"])
+        self.assertEqual(s["changes"], 2 * len(ODD))
+
+    def test_count_follows_other_errors(self):
+        """N failed, N other errors, N removed: a directory nobody can read gives the other error."""
+        self.use_nobody()
+        root = self.odd_tree(forge=False)
+        os.makedirs(os.path.join(root, "closed"))
+        write(os.path.join(root, "closed", "a.js"), words_data(3000, seed=5))
+        self.run_ok(["-q", root])
+        make_world_accessible(root)
+        os.chmod(os.path.join(root, "closed"), 0)
+        r = self.run_nobody(["--max-ratio", "0.000000001", root])
+        self.assertEqual(r.rc, 1, r)
+        s = r.summary()
+        self.assertIsNotNone(s, r)
+        self.assertRegex(s["line"], r", 0 failed, 1 other error, %d removed; " % (2 * len(ODD)))
 
 
 class JsonStdout(Base):

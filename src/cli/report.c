@@ -215,6 +215,23 @@ static void listing_lines(cli_report_t *r, const pc_file_t *f) {
   }
 }
 
+/* -v: "removed PATH.gz" for each output this run removed (its format is
+ * enabled but the output is no longer kept), which the file's own line
+ * does not show. A failed file's outputs were settled before the failure
+ * or left alone (their action is then none), so REMOVE means the output is
+ * gone. Not in a dry run, whose listing says "would remove".
+ */
+static void removed_lines(cli_report_t *r, const pc_file_t *f) {
+  int i;
+
+  for (i = 0; i < PC_NFORMATS; i++) {
+    if (f->out[i].action != PC_ACT_REMOVE)
+      continue;
+    name_line(r, "removed", f->fullpath);
+    printf(".%s\n", pc_format_ext((pc_format_t) i));
+  }
+}
+
 /* "11.6 GiB", or "none" for no limit. */
 static const char *limit_text(char *buf, size_t size, uint64_t limit) {
   if (limit == PC_MEMORY_UNLIMITED)
@@ -276,6 +293,8 @@ void cli_report_file(void *data, const pc_file_t *file) {
   /* A failed file has its line on stderr already. */
   if (a->verbose && file->err == 0)
     verbose_line(r, file);
+  if (a->verbose && !a->opts.dry_run)
+    removed_lines(r, file);
   if (a->opts.dry_run)
     listing_lines(r, file);
   after_stdout(r);
@@ -465,7 +484,8 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
 }
 
 /* "42 files, 30 compressed, 10 skipped (6 extension, 3 ratio, 1 empty),
- * 2 failed; gz 1.2 MiB -> 300.5 KiB, br 1.2 MiB -> 250.1 KiB; 1.23 s".
+ * 2 failed, 3 removed; gz 1.2 MiB -> 300.5 KiB, br 1.2 MiB -> 250.1 KiB;
+ * 1.23 s".
  * Reasons go largest first, zero counts left out.
  */
 static void summary_line(cli_report_t *r, const pc_totals_t *t,
@@ -519,6 +539,9 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
   if (t->errors > 0)
     fprintf(stderr, ", %" PRIu64 " other error%s", t->errors,
             t->errors == 1 ? "" : "s");
+  /* A dry run removes nothing: its removals are among its changes. */
+  if (t->removed > 0 && !r->args->opts.dry_run)
+    fprintf(stderr, ", %" PRIu64 " removed", t->removed);
   if (r->args->opts.dry_run)
     fprintf(stderr, ", %" PRIu64 " changes", t->changes);
   sep = "; ";
