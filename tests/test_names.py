@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Names in the output: escaped like `ls -b` wherever a person reads them;
-removals reported; --json keeps stdout JSON only.
+"""Names in the output: escaped like `ls -b` wherever a person reads them, exact
+in --json-lines; removals reported; --json keeps stdout JSON only.
 
 Every case is caused for real: files whose names hold a newline, terminal
 escapes, a tab, a backslash, bytes that are not UTF-8 and a C1 control, run
@@ -198,6 +198,185 @@ class HumanOutput(Base):
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(r.err_b, ("precompress: %s: written with other options or roots than %s: not a shard of "
                                    "the same job\n" % (self.path("m\\0332.json"), self.path("m\\t1.json"))).encode())
+
+
+def parse_json_lines(tc, r):
+    """Every stdout line is one JSON object (strict RFC 8259); returns them."""
+    tc.assertTrue(r.out_b.endswith(b"\n"), r)
+    objs = []
+    for l in r.out_b.split(b"\n")[:-1]:
+        try:
+            objs.append(load_json_strict(l))
+        except ValueError as e:
+            tc.fail("not a JSON line (%s): %r" % (e, l))
+        tc.assertIsInstance(objs[-1], dict)
+    tc.assertGreater(len(objs), 0, r)
+    return objs
+
+
+def rel_of(obj):
+    if "path_hex" in obj:
+        return bytes.fromhex(obj["path_hex"])
+    return obj["path"].encode("utf-8")
+
+
+class JsonLines(Base):
+    def build(self):
+        root = self.odd_tree()
+        broot = os.fsencode(root)
+        write(os.path.join(broot, b"empty\n.css"), b"")
+        write(os.path.join(broot, b"logo\xff.png"), words_data(2000, seed=7))
+        write(os.path.join(broot, b"random.bin"), os.urandom(4000))
+        write(os.path.join(broot, "line\u2028sep.js".encode()), words_data(4000, seed=9))
+        write(os.path.join(broot, b"twin-a.js"), words_data(5000, seed=8))
+        write(os.path.join(broot, b"twin-b.js"), words_data(5000, seed=8))
+        return root
+
+    def test_stream_one_object_per_file_then_summary(self):
+        root = self.build()
+        broot = os.fsencode(root)
+        r = run(["--json-lines", "-j", "1", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.err_b, b"", r)
+        objs = parse_json_lines(self, r)
+        files, summary = objs[:-1], objs[-1]
+        self.assertEqual([o["type"] for o in files], ["file"] * len(files))
+        self.assertEqual(list(summary)[0], "type")
+        self.assertEqual(summary["type"], "summary")
+
+        # The summary is --json's object with "type" first.
+        j = load_json_strict(run(["--json", "--dry-run", root]).out_b)
+        self.assertEqual(list(summary)[1:], list(j))
+        self.assertEqual(summary["files"], len(files))
+        self.assertEqual(summary["dry_run"], False)
+
+        byrel = {}
+        for o in files:
+            rel = rel_of(o)
+            self.assertNotIn(rel, byrel, "a file reported twice")
+            byrel[rel] = o
+        sep = "line\u2028sep.js".encode()
+        want = set(ODD) | {FORGE_REL, sep, b"empty\n.css", b"logo\xff.png", b"random.bin", b"twin-a.js",
+                           b"twin-b.js"}
+        self.assertEqual(set(byrel), want)
+        status = {rel: o["status"] for rel, o in byrel.items()}
+        # One of the twins is compressed, the other gets copies of its outputs.
+        self.assertEqual(sorted([status.pop(b"twin-a.js"), status.pop(b"twin-b.js")]), ["compressed", "copied"])
+        want = {rel: "compressed" for rel in set(ODD) | {FORGE_REL, sep}}
+        want.update({b"empty\n.css": "skipped", b"logo\xff.png": "skipped", b"random.bin": "skipped"})
+        self.assertEqual(status, want)
+        self.assertEqual(byrel[b"empty\n.css"]["skip"], "empty")
+        self.assertEqual(byrel[b"logo\xff.png"]["skip"], "extension")
+        self.assertEqual(byrel[b"random.bin"]["skip"], "ratio")
+        for rel, o in byrel.items():
+            self.assertEqual(o["root"], root)
+            self.assertEqual("skip" in o, o["status"] == "skipped", o)
+            self.assertNotIn("error", o)
+            st = os.stat(os.path.join(broot, rel))
+            self.assertEqual(o["size"], st.st_size, rel)
+            self.assertEqual(o["mtime_ns"], st.st_mtime_ns, rel)
+            self.assertEqual(list(o["outputs"]), ["gz", "br"], rel)
+            for ext, out in o["outputs"].items():
+                p = os.path.join(broot, rel) + b"." + ext.encode()
+                if o["status"] in ("compressed", "copied"):
+                    self.assertEqual(out, {"state": "kept", "size": os.path.getsize(p), "action": "create"})
+                elif o.get("skip") == "ratio":
+                    self.assertEqual(out, {"state": "ratio", "action": "none"})
+                    self.assertFalse(os.path.lexists(p))
+                else:
+                    self.assertEqual(out, {"state": "off", "action": "none"})
+
+        # Names: exact when UTF-8, else U+FFFD in "path" and the bytes in "path_hex".
+        bad = byrel[b"bad\xff.js"]
+        self.assertEqual(bad["path"], "bad\ufffd.js")
+        self.assertEqual(bad["path_hex"], "626164ff2e6a73")
+        self.assertEqual(byrel[b"c1\xc2\x85.js"]["path"], "c1\u0085.js")
+        self.assertEqual(byrel["caf\u00e9.js".encode()]["path"], "caf\u00e9.js")
+        self.assertEqual(byrel[b"new\nline.js"]["path"], "new\nline.js")
+        for rel, o in byrel.items():
+            try:
+                rel.decode("utf-8")
+                self.assertNotIn("path_hex", o, rel)
+            except UnicodeDecodeError:
+                self.assertEqual(o["path_hex"], rel.hex(), rel)
+        # The stream itself is safe on a terminal (no control byte, no C1 control) and in
+        # JavaScript (U+2028 escaped).
+        assert_safe_text(self, r.out_b, "--json-lines' stdout")
+        self.assertIn(b'"path":"\\u001b[31mred.js"', r.out_b)
+        self.assertIn(b'"path":"c1\\u0085.js"', r.out_b)
+        self.assertIn(b'"path":"line\\u2028sep.js"', r.out_b)
+
+    def test_root_that_is_not_utf8(self):
+        broot = os.fsencode(self.tmp) + b"/r\xff\n"
+        os.makedirs(broot)
+        write(os.path.join(broot, b"a.js"), words_data(3000, seed=3))
+        objs = parse_json_lines(self, self.run_ok(["--json-lines", broot]))
+        self.assertEqual(len(objs), 2)
+        o = objs[0]
+        self.assertEqual((o["root"], o["root_hex"], o["path"]), (self.tmp + "/r\ufffd\n", broot.hex(), "a.js"))
+        self.assertNotIn("path_hex", o)
+
+    def test_a_second_run_refreshes_and_a_stricter_ratio_removes(self):
+        root = self.odd_tree(forge=False)
+        self.run_ok(["-q", root])
+        objs = parse_json_lines(self, self.run_ok(["--json-lines", root]))
+        for o in objs[:-1]:
+            self.assertEqual({e: v["action"] for e, v in o["outputs"].items()}, {"gz": "refresh", "br": "refresh"})
+        r = self.run_ok(["--json-lines", "--max-ratio", "0.000000001", root])
+        objs = parse_json_lines(self, r)
+        for o in objs[:-1]:
+            self.assertEqual((o["status"], o["skip"]), ("skipped", "ratio"))
+            self.assertEqual(o["outputs"], {"gz": {"state": "ratio", "action": "remove"},
+                                            "br": {"state": "ratio", "action": "remove"}})
+        self.assertEqual(objs[-1]["removed"], 2 * len(ODD))
+
+    def test_failed_file(self):
+        self.use_nobody()
+        root = self.odd_tree(forge=False)
+        make_world_accessible(root)
+        os.chmod(os.path.join(os.fsencode(root), b"bad\xff.js"), 0)
+        r = self.run_nobody(["--json-lines", root])
+        self.assertEqual(r.rc, 1, r)
+        objs = parse_json_lines(self, r)
+        failed = [o for o in objs[:-1] if o["status"] == "failed"]
+        self.assertEqual(len(failed), 1, r)
+        self.assertEqual(failed[0]["path_hex"], b"bad\xff.js".hex())
+        self.assertEqual(failed[0]["error"], "Permission denied")
+        self.assertNotIn("skip", failed[0])
+        self.assertEqual(failed[0]["outputs"], {"gz": {"state": "failed", "action": "none"},
+                                                "br": {"state": "failed", "action": "none"}})
+        self.assertEqual(objs[-1]["failed"], 1)
+        self.assertEqual(objs[-1]["exit"], 1)
+        # The error line is still on stderr, for people.
+        self.assertEqual(r.err_b, ("precompress: %s/bad\\377.js: Permission denied\n" % root).encode())
+
+    def test_dry_run_and_check_print_json_only(self):
+        root = self.odd_tree(forge=False)
+        for opt in ("--dry-run", "--check"):
+            with self.subTest(opt=opt):
+                r = run([opt, "--json-lines", root])
+                self.assertEqual(r.rc, 1 if opt == "--check" else 0, r)
+                objs = parse_json_lines(self, r)
+                self.assertEqual(len(objs), len(ODD) + 1)
+                for o in objs[:-1]:
+                    self.assertEqual({e: v["action"] for e, v in o["outputs"].items()},
+                                     {"gz": "create", "br": "create"})
+                self.assertEqual(objs[-1]["changes"], 2 * len(ODD))
+                self.assertEqual(objs[-1]["dry_run"], True)
+        self.assertEqual(len(os.listdir(root)), len(ODD), "a dry run wrote something")
+
+    def test_usage_errors(self):
+        root = self.odd_tree(forge=False)
+        for args in (["--json-lines", "-v"], ["-v", "--json-lines"], ["--json-lines", "--json"],
+                     ["--json", "--json-lines"], ["--json-lines", "--verbose"]):
+            with self.subTest(args=args):
+                r = run(args + [root])
+                self.assertEqual(r.rc, 2, r)
+                self.assertEqual(r.out_b, b"")
+                self.assertEqual(len(r.err_lines), 1, r)
+                self.assertRegex(r.err, r"^precompress: --json-lines and (-v/--verbose|--json) cannot be used together "
+                                        r"\(see 'precompress --help'\)\n$")
+        self.assertEqual(len(os.listdir(root)), len(ODD), "a usage error wrote something")
 
 
 class Removed(Base):

@@ -1,4 +1,4 @@
-/* Escaped names for people (escape.h). */
+/* Escaped names for people, JSON strings for scripts (escape.h). */
 #include "escape.h"
 
 #include <stdint.h>
@@ -101,4 +101,96 @@ void cli_put_name(FILE *f, const char *name) {
       i += len;
     }
   }
+}
+
+/* Bytes a JSON string holds as they are: printable ASCII but '"', '\\'. */
+static int json_plain(unsigned char c) {
+  return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
+static void put_u_escape(FILE *f, uint32_t cp) {
+  static const char hex[] = "0123456789abcdef";
+
+  fputs("\\u", f);
+  fputc(hex[(cp >> 12) & 15], f);
+  fputc(hex[(cp >> 8) & 15], f);
+  fputc(hex[(cp >> 4) & 15], f);
+  fputc(hex[cp & 15], f);
+}
+
+int cli_put_json_str(FILE *f, const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *) str;
+  size_t i = 0;
+  int lossy = 0;
+
+  fputc('"', f);
+  while (i < n) {
+    uint32_t cp;
+    size_t len, j;
+
+    for (j = i; j < n && json_plain(s[j]); j++)
+      ;
+    if (j > i) {
+      fwrite(s + i, 1, j - i, f);
+      i = j;
+      continue;
+    }
+    len = utf8_len(s + i, n - i, &cp);
+    if (len == 0) {
+      fputs("\xef\xbf\xbd", f); /* U+FFFD REPLACEMENT CHARACTER */
+      lossy = 1;
+      i++;
+      continue;
+    }
+    switch (cp) {
+    case '"':
+      fputs("\\\"", f);
+      break;
+    case '\\':
+      fputs("\\\\", f);
+      break;
+    case '\b':
+      fputs("\\b", f);
+      break;
+    case '\f':
+      fputs("\\f", f);
+      break;
+    case '\n':
+      fputs("\\n", f);
+      break;
+    case '\r':
+      fputs("\\r", f);
+      break;
+    case '\t':
+      fputs("\\t", f);
+      break;
+    default:
+      /* RFC 8259 needs only C0 escaped; DEL and C1 are escaped too so
+       * that the stream is safe to read on a terminal, U+2028 and U+2029
+       * so that it is valid JavaScript.
+       */
+      if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 ||
+          cp == 0x2029)
+        put_u_escape(f, cp);
+      else
+        fwrite(s + i, 1, len, f);
+      break;
+    }
+    i += len;
+  }
+  fputc('"', f);
+  return lossy;
+}
+
+void cli_put_json_hex(FILE *f, const char *str, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *) str;
+  size_t i;
+
+  fputc('"', f);
+  for (i = 0; i < n; i++) {
+    fputc(hex[s[i] >> 4], f);
+    fputc(hex[s[i] & 15], f);
+  }
+  fputc('"', f);
 }

@@ -4,7 +4,9 @@
  *
  * Human output (-v, the dry-run listing, error lines) escapes them the way
  * GNU `ls -b` does, so that a name can neither forge a line nor reach the
- * terminal as a control sequence.
+ * terminal as a control sequence. Machine output (--json-lines) writes them
+ * as JSON strings. Only the public header is used here: the library's own
+ * JSON writer is internal to it.
  */
 #ifndef PC_CLI_ESCAPE_H
 #define PC_CLI_ESCAPE_H
@@ -26,5 +28,16 @@
  * bytes. Errors are left to the stream (ferror()).
  */
 void cli_put_name(FILE *f, const char *name);
+
+/* Writes s[0..n) to f as a quoted JSON string (RFC 8259). Control
+ * characters (C0, DEL, C1) and U+2028/U+2029 are \u escapes, so the line
+ * is safe on a terminal and in JavaScript; bytes that are not valid UTF-8
+ * are written as U+FFFD. Returns 1 if any byte was replaced (the caller
+ * then adds the exact bytes with cli_put_json_hex()), else 0.
+ */
+int cli_put_json_str(FILE *f, const char *s, size_t n);
+
+/* Writes s[0..n) to f as a quoted string of lowercase hex digits. */
+void cli_put_json_hex(FILE *f, const char *s, size_t n);
 
 #endif /* PC_CLI_ESCAPE_H */

@@ -70,13 +70,15 @@ void cli_report_clear(cli_report_t *r) {
 /* Called before a line goes to stdout. Even when stdout is not a terminal
  * it may end up on one (| tee), so the progress line always goes first,
  * and the line is flushed (after_stdout) before the bar is drawn again.
+ * --json-lines is flushed too: a script reading the stream sees each file
+ * as it finishes, not a block at a time.
  */
 static void before_stdout(cli_report_t *r) {
   cli_report_clear(r);
 }
 
 static void after_stdout(cli_report_t *r) {
-  if (r->progress)
+  if (r->progress || r->args->json_lines)
     fflush(stdout);
 }
 
@@ -121,9 +123,9 @@ static int any_kept(const pc_file_t *f) {
   return 0;
 }
 
-/* What became of a file, in one word: -v's first word. *skip receives
- * the reason of a "skipped" file (ratio when it was compressed but kept
- * nothing), else PC_SKIP_NONE.
+/* What became of a file, in one word: -v's first word, --json-lines'
+ * "status". *skip receives the reason of a "skipped" file (ratio when it
+ * was compressed but kept nothing), else PC_SKIP_NONE.
  */
 static const char *file_status(const pc_file_t *f, pc_skip_t *skip) {
   *skip = PC_SKIP_NONE;
@@ -195,11 +197,12 @@ static const char *action_word(pc_action_t a, int check) {
   return NULL;
 }
 
-/* With --json stdout is JSON only: the lines are counted (for --check's
- * exit status) but not printed; the summary's "changes" carries them.
+/* With --json or --json-lines stdout is JSON only: the lines are counted
+ * (for --check's exit status) but not printed; the summary's "changes" and
+ * each output's "action" carry them.
  */
 static void listing_lines(cli_report_t *r, const pc_file_t *f) {
-  int print = !r->args->json;
+  int print = !r->args->json && !r->args->json_lines;
   int i;
 
   for (i = 0; i < PC_NFORMATS; i++) {
@@ -230,6 +233,99 @@ static void removed_lines(cli_report_t *r, const pc_file_t *f) {
     name_line(r, "removed", f->fullpath);
     printf(".%s\n", pc_format_ext((pc_format_t) i));
   }
+}
+
+static const char *state_name(pc_out_state_t s) {
+  switch (s) {
+  case PC_OUT_OFF:
+    break;
+  case PC_OUT_KEPT:
+    return "kept";
+  case PC_OUT_RATIO:
+    return "ratio";
+  case PC_OUT_FAILED:
+    return "failed";
+  }
+  return "off";
+}
+
+static const char *action_name(pc_action_t a) {
+  switch (a) {
+  case PC_ACT_NONE:
+    break;
+  case PC_ACT_CREATE:
+    return "create";
+  case PC_ACT_REPLACE:
+    return "replace";
+  case PC_ACT_REFRESH:
+    return "refresh";
+  case PC_ACT_REMOVE:
+    return "remove";
+  }
+  return "none";
+}
+
+/* ,"KEY":"NAME" and, when NAME is not valid UTF-8 (so the string has
+ * U+FFFD in place of some bytes), ,"KEY_hex":"..." with the exact bytes,
+ * as the manifest records such a name.
+ */
+static void json_name_member(const char *key, const char *name) {
+  size_t n = strlen(name);
+
+  printf(",\"%s\":", key);
+  if (cli_put_json_str(stdout, name, n)) {
+    printf(",\"%s_hex\":", key);
+    cli_put_json_hex(stdout, name, n);
+  }
+}
+
+/* --json-lines: one object on one line per file, e.g.
+ * {"type":"file","root":"dist","path":"app.js","size":1200,
+ *  "mtime_ns":1700000000123456789,"status":"compressed",
+ *  "outputs":{"gz":{"state":"kept","size":400,"action":"create"},
+ *  "br":{"state":"ratio","action":"none"}}}
+ */
+static void json_file_line(cli_report_t *r, const pc_file_t *f) {
+  const char *sep = "";
+  const char *status;
+  pc_skip_t skip;
+  int i;
+
+  status = file_status(f, &skip);
+  before_stdout(r);
+  fputs("{\"type\":\"file\"", stdout);
+  json_name_member("root", f->root);
+  json_name_member("path", f->path);
+  printf(",\"size\":%" PRIu64 ",\"mtime_ns\":", f->size);
+  /* The library's 0 is "unknown" (special files, broken links). */
+  if (f->mtime_ns != 0)
+    printf("%" PRId64, f->mtime_ns);
+  else
+    fputs("null", stdout);
+  /* Status, reason and action names are fixed ASCII: no escaping needed. */
+  printf(",\"status\":\"%s\"", status);
+  if (skip != PC_SKIP_NONE)
+    printf(",\"skip\":\"%s\"", pc_skip_name(skip));
+  if (f->err != 0) {
+    const char *msg = pc_strerror(f->err);
+
+    fputs(",\"error\":", stdout);
+    cli_put_json_str(stdout, msg, strlen(msg));
+  }
+  fputs(",\"outputs\":{", stdout);
+  for (i = 0; i < PC_NFORMATS; i++) {
+    const pc_output_t *o = &f->out[i];
+
+    if (!(r->formats & PC_FMT_BIT(i)))
+      continue;
+    printf("%s\"%s\":{\"state\":\"%s\"", sep,
+           pc_format_ext((pc_format_t) i), state_name(o->state));
+    if (o->state == PC_OUT_KEPT)
+      printf(",\"size\":%" PRIu64, o->size);
+    printf(",\"action\":\"%s\"}", action_name(o->action));
+    sep = ",";
+  }
+  fputs("}}\n", stdout);
 }
 
 /* "11.6 GiB", or "none" for no limit. */
@@ -290,6 +386,8 @@ void cli_report_file(void *data, const pc_file_t *file) {
                         "more than the %s memory limit by themselves",
                         limit_text(lim, sizeof(lim), r->mem.limit));
   }
+  if (a->json_lines)
+    json_file_line(r, file);
   /* A failed file has its line on stderr already. */
   if (a->verbose && file->err == 0)
     verbose_line(r, file);
@@ -440,11 +538,14 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
   const char *sep = "";
   int i;
 
-  printf("{\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
+  /* With --json-lines the summary is one more object in the stream, told
+   * from the file lines by its first member.
+   */
+  printf("{%s\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
          ",\"compressed\":%" PRIu64 ",\"deduped\":%" PRIu64
          ",\"cached\":%" PRIu64 ",\"unchanged\":%" PRIu64 ",\"skipped\":{",
-         t->files, t->bytes, t->compressed, t->deduped, t->cached,
-         t->unchanged);
+         r->args->json_lines ? "\"type\":\"summary\"," : "", t->files,
+         t->bytes, t->compressed, t->deduped, t->cached, t->unchanged);
   for (i = PC_SKIP_NONE + 1; i < PC_SKIP_MAX_; i++) {
     printf("%s\"%s\":%" PRIu64, sep, pc_skip_name((pc_skip_t) i),
            t->skipped[i]);
@@ -561,7 +662,7 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
 void cli_report_summary(cli_report_t *r, const pc_totals_t *totals,
                         double wall_s, double cpu_s, int exit_status) {
   cli_report_clear(r);
-  if (r->args->json) {
+  if (r->args->json || r->args->json_lines) {
     summary_json(r, totals, wall_s, cpu_s, exit_status);
   } else if (!r->args->quiet) {
     fflush(stdout);

@@ -2,13 +2,14 @@
  * progress line, the summary (human or JSON).
  *
  * Streams: stdout carries the lines a user asked for (-v, the dry-run and
- * --check listings, --json); stderr carries errors, progress and the human
- * summary. While the progress line is on screen, every other line first
- * clears it, so the two never share a terminal row.
+ * --check listings, --json, --json-lines); stderr carries errors, progress
+ * and the human summary. While the progress line is on screen, every other
+ * line first clears it, so the two never share a terminal row.
  *
  * Every name in human output goes through cli_put_name() (escape.h): a
  * file name is not ours, and must not be able to forge a line or drive the
- * terminal. With --json, stdout holds JSON only (but for -v's lines).
+ * terminal. With --json (but for -v's lines) or --json-lines, stdout
+ * holds JSON only.
  */
 #ifndef PC_CLI_REPORT_H
 #define PC_CLI_REPORT_H
@@ -83,8 +84,9 @@ void cli_report_begin(cli_report_t *r);
 /* Removes the progress line, if any. */
 void cli_report_clear(cli_report_t *r);
 
-/* Prints the end-of-run summary: the JSON object on stdout with --json,
- * else the human line on stderr unless -q.
+/* Prints the end-of-run summary: the JSON object on stdout with --json
+ * (with "type":"summary" first with --json-lines), else the human line on
+ * stderr unless -q.
  */
 void cli_report_summary(cli_report_t *r, const pc_totals_t *totals,
                         double wall_s, double cpu_s, int exit_status);
