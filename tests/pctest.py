@@ -48,6 +48,7 @@ SUMMARY_RE = re.compile(
     r"(?: \([^)]*\))?, (?:(?P<unchanged>\d+) unchanged, )?"
     r"(?P<skipped>\d+) skipped(?: \((?P<reasons>[^)]*)\))?(?:, (?P<failed>\d+) failed)?"
     r"(?:, (?P<errors>\d+) other errors?)?"
+    r"(?:, (?P<removed>\d+) removed)?"
     r"(?:, (?P<changes>\d+) changes)?; (?P<rest>.*)$"
 )
 TEMP_RE = re.compile(rb"^\..+\.(gz|br|zst)\.[A-Za-z0-9]{6}\.tmp$")
@@ -295,7 +296,8 @@ class Result:
         if not found:
             return None
         m = found[-1]
-        d = {k: int(m.group(k) or 0) for k in ("files", "compressed", "skipped", "failed", "changes")}
+        d = {k: int(m.group(k) or 0) for k in ("files", "compressed", "skipped", "failed", "errors", "removed",
+                                                 "changes")}
         d["dry"] = bool(m.group("dry"))
         d["reasons"] = {}
         if m.group("reasons"):

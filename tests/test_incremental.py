@@ -34,6 +34,7 @@ SUMMARY_RE = re.compile(
     r"(?:(?P<unchanged>\d+) unchanged, )?"
     r"(?P<skipped>\d+) skipped(?: \((?P<reasons>[^)]*)\))?, (?P<failed>\d+) failed"
     r"(?:, (?P<errors>\d+) other errors?)?"
+    r"(?:, (?P<removed>\d+) removed)?"
     r"(?:, (?P<changes>\d+) changes)?; (?P<rest>.*)$"
 )
 VERBOSE_RE = re.compile(r"^(compressed|copied|cached|skipped) (.+) \(([^()]*)\)$")

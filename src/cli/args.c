@@ -35,6 +35,7 @@ typedef enum opt_id {
   OPT_VERBOSE,
   OPT_PROGRESS,
   OPT_JSON,
+  OPT_JSON_LINES,
   OPT_HELP,
   OPT_VERSION
 } opt_id_t;
@@ -79,6 +80,7 @@ static const opt_def_t opt_table[] = {
   {"verbose", 'v', 0, OPT_VERBOSE},
   {"progress", 0, 1, OPT_PROGRESS},
   {"json", 0, 0, OPT_JSON},
+  {"json-lines", 0, 0, OPT_JSON_LINES},
   {"help", 'h', 0, OPT_HELP},
   {"version", 'V', 0, OPT_VERSION},
 };
@@ -487,6 +489,9 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
   case OPT_JSON:
     args->json = 1;
     break;
+  case OPT_JSON_LINES:
+    args->json_lines = 1;
+    break;
   case OPT_HELP:
     args->action = CLI_ACTION_HELP;
     break;
@@ -585,6 +590,15 @@ static cli_status_t finish(parser_t *p) {
   if (args->quiet && args->verbose)
     return fail(args, CLI_EUSAGE,
                 "-q/--quiet and -v/--verbose cannot be used together");
+  /* --json-lines is a stream of JSON objects: a -v line or a second
+   * summary object among them would break a reader.
+   */
+  if (args->json_lines && args->verbose)
+    return fail(args, CLI_EUSAGE,
+                "--json-lines and -v/--verbose cannot be used together");
+  if (args->json_lines && args->json)
+    return fail(args, CLI_EUSAGE,
+                "--json-lines and --json cannot be used together");
   if (args->opts.formats == 0)
     return fail(args, CLI_EUSAGE, "no output format left after %s",
                 p->formats_by != NULL ? p->formats_by : "the options");

@@ -182,12 +182,18 @@ static void print_help(FILE *f) {
   fputs("\nOutput:\n"
         "  -q, --quiet               no summary, no progress; errors still "
         "shown\n"
-        "  -v, --verbose             one line per file on stdout\n"
+        "  -v, --verbose             one line per file on stdout, and one "
+        "per output\n"
+        "                            removed\n"
         "      --progress WHEN       auto, always or never [default: auto: "
         "when stderr\n"
         "                            is a terminal]\n"
         "      --json                the summary as one JSON object on "
         "stdout\n"
+        "      --json-lines          for scripts: one JSON object per file "
+        "on stdout,\n"
+        "                            then the summary; not with -v or "
+        "--json\n"
         "\nMisc:\n"
         "  -h, --help                show this help\n"
         "  -V, --version             show the version and the libraries "
@@ -213,7 +219,7 @@ static int check_paths(const cli_args_t *args) {
 
   for (i = 0; i < args->opts.npaths; i++) {
     if (stat(args->opts.paths[i], &st) != 0) {
-      cli_report_msg(NULL, "%s: %s", args->opts.paths[i], strerror(errno));
+      cli_report_name_msg(NULL, args->opts.paths[i], "%s", strerror(errno));
       bad = 1;
     }
   }
@@ -254,16 +260,20 @@ static int merge_main(int argc, char **argv) {
                            (size_t) argc - 3, &bad);
   if (err == 0)
     return EXIT_OK;
-  if (bad == SIZE_MAX)
-    cli_report_msg(NULL, "%s: %s", argv[2], pc_strerror(err));
-  else if (err == -EINVAL)
-    cli_report_msg(NULL, "%s: written with other options or roots than %s: "
-                   "not a shard of the same job", argv[3 + bad], argv[3]);
-  else if (err == -EEXIST)
+  if (bad == SIZE_MAX) {
+    cli_report_name_msg(NULL, argv[2], "%s", pc_strerror(err));
+  } else if (err == -EINVAL) {
+    cli_report_begin(NULL);
+    cli_put_name(stderr, argv[3 + bad]);
+    fputs(": written with other options or roots than ", stderr);
+    cli_put_name(stderr, argv[3]);
+    fputs(": not a shard of the same job\n", stderr);
+  } else if (err == -EEXIST) {
     cli_report_msg(NULL, "the manifests list a file twice: shards overlap "
                    "(the same K/N given twice?)");
-  else
-    cli_report_msg(NULL, "%s: %s", argv[3 + bad], pc_strerror(err));
+  } else {
+    cli_report_name_msg(NULL, argv[3 + bad], "%s", pc_strerror(err));
+  }
   return EXIT_FAILED;
 }
 

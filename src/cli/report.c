@@ -70,29 +70,48 @@ void cli_report_clear(cli_report_t *r) {
 /* Called before a line goes to stdout. Even when stdout is not a terminal
  * it may end up on one (| tee), so the progress line always goes first,
  * and the line is flushed (after_stdout) before the bar is drawn again.
+ * --json-lines is flushed too: a script reading the stream sees each file
+ * as it finishes, not a block at a time.
  */
 static void before_stdout(cli_report_t *r) {
   cli_report_clear(r);
 }
 
 static void after_stdout(cli_report_t *r) {
-  if (r->progress)
+  if (r->progress || r->args->json_lines)
     fflush(stdout);
 }
 
-void cli_report_msg(cli_report_t *r, const char *fmt, ...) {
-  va_list ap;
-
+void cli_report_begin(cli_report_t *r) {
   cli_report_clear(r);
   /* Lines already written to a buffered stdout go first, so that a log
    * taking both streams keeps them in order.
    */
   fflush(stdout);
-  va_start(ap, fmt);
   fputs("precompress: ", stderr);
+}
+
+void cli_report_msg(cli_report_t *r, const char *fmt, ...) {
+  va_list ap;
+
+  cli_report_begin(r);
+  va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
   va_end(ap);
+  fputc('\n', stderr);
+}
+
+void cli_report_name_msg(cli_report_t *r, const char *name, const char *fmt,
+                         ...) {
+  va_list ap;
+
+  cli_report_begin(r);
+  cli_put_name(stderr, name);
+  fputs(": ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
 }
 
 static int any_kept(const pc_file_t *f) {
@@ -104,21 +123,45 @@ static int any_kept(const pc_file_t *f) {
   return 0;
 }
 
+/* What became of a file, in one word: -v's first word, --json-lines'
+ * "status". *skip receives the reason of a "skipped" file (ratio when it
+ * was compressed but kept nothing), else PC_SKIP_NONE.
+ */
+static const char *file_status(const pc_file_t *f, pc_skip_t *skip) {
+  *skip = PC_SKIP_NONE;
+  if (f->err != 0)
+    return "failed";
+  if (f->unchanged)
+    return "unchanged";
+  if (f->skip != PC_SKIP_NONE || !any_kept(f)) {
+    *skip = f->skip != PC_SKIP_NONE ? f->skip : PC_SKIP_RATIO;
+    return "skipped";
+  }
+  return f->deduped ? "copied" : f->cached ? "cached" : "compressed";
+}
+
+/* Starts a stdout line "WORD NAME", the name escaped. */
+static void name_line(cli_report_t *r, const char *word, const char *name) {
+  before_stdout(r);
+  fputs(word, stdout);
+  fputc(' ', stdout);
+  cli_put_name(stdout, name);
+}
+
 static void verbose_line(cli_report_t *r, const pc_file_t *f) {
   const char *sep = " ";
+  const char *status;
+  pc_skip_t skip;
   int i;
 
-  before_stdout(r);
+  status = file_status(f, &skip);
+  name_line(r, status, f->fullpath);
   if (f->unchanged) {
-    printf("unchanged %s\n", f->fullpath);
-  } else if (f->skip != PC_SKIP_NONE) {
-    printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(f->skip));
-  } else if (!any_kept(f)) {
-    printf("skipped %s (%s)\n", f->fullpath, pc_skip_name(PC_SKIP_RATIO));
+    fputc('\n', stdout);
+  } else if (skip != PC_SKIP_NONE) {
+    printf(" (%s)\n", pc_skip_name(skip));
   } else {
-    printf("%s %s (%" PRIu64 " ->",
-           f->deduped ? "copied" : f->cached ? "cached" : "compressed",
-           f->fullpath, f->size);
+    printf(" (%" PRIu64 " ->", f->size);
     for (i = 0; i < PC_NFORMATS; i++) {
       const pc_output_t *o = &f->out[i];
 
@@ -154,7 +197,12 @@ static const char *action_word(pc_action_t a, int check) {
   return NULL;
 }
 
+/* With --json or --json-lines stdout is JSON only: the lines are counted
+ * (for --check's exit status) but not printed; the summary's "changes" and
+ * each output's "action" carry them.
+ */
 static void listing_lines(cli_report_t *r, const pc_file_t *f) {
+  int print = !r->args->json && !r->args->json_lines;
   int i;
 
   for (i = 0; i < PC_NFORMATS; i++) {
@@ -162,10 +210,122 @@ static void listing_lines(cli_report_t *r, const pc_file_t *f) {
 
     if (word == NULL)
       continue;
-    before_stdout(r);
-    printf("%s %s.%s\n", word, f->fullpath, pc_format_ext((pc_format_t) i));
     r->listed++;
+    if (!print)
+      continue;
+    name_line(r, word, f->fullpath);
+    printf(".%s\n", pc_format_ext((pc_format_t) i));
   }
+}
+
+/* -v: "removed PATH.gz" for each output this run removed (its format is
+ * enabled but the output is no longer kept), which the file's own line
+ * does not show. A failed file's outputs were settled before the failure
+ * or left alone (their action is then none), so REMOVE means the output is
+ * gone. Not in a dry run, whose listing says "would remove".
+ */
+static void removed_lines(cli_report_t *r, const pc_file_t *f) {
+  int i;
+
+  for (i = 0; i < PC_NFORMATS; i++) {
+    if (f->out[i].action != PC_ACT_REMOVE)
+      continue;
+    name_line(r, "removed", f->fullpath);
+    printf(".%s\n", pc_format_ext((pc_format_t) i));
+  }
+}
+
+static const char *state_name(pc_out_state_t s) {
+  switch (s) {
+  case PC_OUT_OFF:
+    break;
+  case PC_OUT_KEPT:
+    return "kept";
+  case PC_OUT_RATIO:
+    return "ratio";
+  case PC_OUT_FAILED:
+    return "failed";
+  }
+  return "off";
+}
+
+static const char *action_name(pc_action_t a) {
+  switch (a) {
+  case PC_ACT_NONE:
+    break;
+  case PC_ACT_CREATE:
+    return "create";
+  case PC_ACT_REPLACE:
+    return "replace";
+  case PC_ACT_REFRESH:
+    return "refresh";
+  case PC_ACT_REMOVE:
+    return "remove";
+  }
+  return "none";
+}
+
+/* ,"KEY":"NAME" and, when NAME is not valid UTF-8 (so the string has
+ * U+FFFD in place of some bytes), ,"KEY_hex":"..." with the exact bytes,
+ * as the manifest records such a name.
+ */
+static void json_name_member(const char *key, const char *name) {
+  size_t n = strlen(name);
+
+  printf(",\"%s\":", key);
+  if (cli_put_json_str(stdout, name, n)) {
+    printf(",\"%s_hex\":", key);
+    cli_put_json_hex(stdout, name, n);
+  }
+}
+
+/* --json-lines: one object on one line per file, e.g.
+ * {"type":"file","root":"dist","path":"app.js","size":1200,
+ *  "mtime_ns":1700000000123456789,"status":"compressed",
+ *  "outputs":{"gz":{"state":"kept","size":400,"action":"create"},
+ *  "br":{"state":"ratio","action":"none"}}}
+ */
+static void json_file_line(cli_report_t *r, const pc_file_t *f) {
+  const char *sep = "";
+  const char *status;
+  pc_skip_t skip;
+  int i;
+
+  status = file_status(f, &skip);
+  before_stdout(r);
+  fputs("{\"type\":\"file\"", stdout);
+  json_name_member("root", f->root);
+  json_name_member("path", f->path);
+  printf(",\"size\":%" PRIu64 ",\"mtime_ns\":", f->size);
+  /* The library's 0 is "unknown" (special files, broken links). */
+  if (f->mtime_ns != 0)
+    printf("%" PRId64, f->mtime_ns);
+  else
+    fputs("null", stdout);
+  /* Status, reason and action names are fixed ASCII: no escaping needed. */
+  printf(",\"status\":\"%s\"", status);
+  if (skip != PC_SKIP_NONE)
+    printf(",\"skip\":\"%s\"", pc_skip_name(skip));
+  if (f->err != 0) {
+    const char *msg = pc_strerror(f->err);
+
+    fputs(",\"error\":", stdout);
+    cli_put_json_str(stdout, msg, strlen(msg));
+  }
+  fputs(",\"outputs\":{", stdout);
+  for (i = 0; i < PC_NFORMATS; i++) {
+    const pc_output_t *o = &f->out[i];
+
+    if (!(r->formats & PC_FMT_BIT(i)))
+      continue;
+    printf("%s\"%s\":{\"state\":\"%s\"", sep,
+           pc_format_ext((pc_format_t) i), state_name(o->state));
+    if (o->state == PC_OUT_KEPT)
+      printf(",\"size\":%" PRIu64, o->size);
+    printf(",\"action\":\"%s\"}", action_name(o->action));
+    sep = ",";
+  }
+  fputs("}}\n", stdout);
 }
 
 /* "11.6 GiB", or "none" for no limit. */
@@ -213,21 +373,27 @@ static void memory_text(const cli_report_t *r, const pc_totals_t *t) {
 
 void cli_report_file(void *data, const pc_file_t *file) {
   cli_report_t *r = data;
+  const cli_args_t *a = r->args;
 
   if (file->err != 0)
-    cli_report_msg(r, "%s: %s",
-                   file->err_path != NULL ? file->err_path : file->fullpath,
-                   pc_strerror(file->err));
-  if (r->args->verbose && file->alone) {
-    char a[32];
-    cli_report_msg(r, "%s: ran alone: its encoders need more than the "
-                   "%s memory limit by themselves", file->fullpath,
-                   limit_text(a, sizeof(a), r->mem.limit));
+    cli_report_name_msg(r,
+                        file->err_path != NULL ? file->err_path
+                                               : file->fullpath,
+                        "%s", pc_strerror(file->err));
+  if (a->verbose && file->alone) {
+    char lim[32];
+    cli_report_name_msg(r, file->fullpath, "ran alone: its encoders need "
+                        "more than the %s memory limit by themselves",
+                        limit_text(lim, sizeof(lim), r->mem.limit));
   }
+  if (a->json_lines)
+    json_file_line(r, file);
   /* A failed file has its line on stderr already. */
-  if (r->args->verbose && file->err == 0)
+  if (a->verbose && file->err == 0)
     verbose_line(r, file);
-  if (r->args->opts.dry_run)
+  if (a->verbose && !a->opts.dry_run)
+    removed_lines(r, file);
+  if (a->opts.dry_run)
     listing_lines(r, file);
   after_stdout(r);
 }
@@ -236,7 +402,7 @@ void cli_report_error(void *data, const char *path, int err) {
   cli_report_t *r = data;
 
   if (path != NULL)
-    cli_report_msg(r, "%s: %s", path, pc_strerror(err));
+    cli_report_name_msg(r, path, "%s", pc_strerror(err));
   else
     cli_report_msg(r, "%s", pc_strerror(err));
 }
@@ -372,11 +538,14 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
   const char *sep = "";
   int i;
 
-  printf("{\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
+  /* With --json-lines the summary is one more object in the stream, told
+   * from the file lines by its first member.
+   */
+  printf("{%s\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
          ",\"compressed\":%" PRIu64 ",\"deduped\":%" PRIu64
          ",\"cached\":%" PRIu64 ",\"unchanged\":%" PRIu64 ",\"skipped\":{",
-         t->files, t->bytes, t->compressed, t->deduped, t->cached,
-         t->unchanged);
+         r->args->json_lines ? "\"type\":\"summary\"," : "", t->files,
+         t->bytes, t->compressed, t->deduped, t->cached, t->unchanged);
   for (i = PC_SKIP_NONE + 1; i < PC_SKIP_MAX_; i++) {
     printf("%s\"%s\":%" PRIu64, sep, pc_skip_name((pc_skip_t) i),
            t->skipped[i]);
@@ -416,7 +585,8 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
 }
 
 /* "42 files, 30 compressed, 10 skipped (6 extension, 3 ratio, 1 empty),
- * 2 failed; gz 1.2 MiB -> 300.5 KiB, br 1.2 MiB -> 250.1 KiB; 1.23 s".
+ * 2 failed, 3 removed; gz 1.2 MiB -> 300.5 KiB, br 1.2 MiB -> 250.1 KiB;
+ * 1.23 s".
  * Reasons go largest first, zero counts left out.
  */
 static void summary_line(cli_report_t *r, const pc_totals_t *t,
@@ -470,6 +640,9 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
   if (t->errors > 0)
     fprintf(stderr, ", %" PRIu64 " other error%s", t->errors,
             t->errors == 1 ? "" : "s");
+  /* A dry run removes nothing: its removals are among its changes. */
+  if (t->removed > 0 && !r->args->opts.dry_run)
+    fprintf(stderr, ", %" PRIu64 " removed", t->removed);
   if (r->args->opts.dry_run)
     fprintf(stderr, ", %" PRIu64 " changes", t->changes);
   sep = "; ";
@@ -489,7 +662,7 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
 void cli_report_summary(cli_report_t *r, const pc_totals_t *totals,
                         double wall_s, double cpu_s, int exit_status) {
   cli_report_clear(r);
-  if (r->args->json) {
+  if (r->args->json || r->args->json_lines) {
     summary_json(r, totals, wall_s, cpu_s, exit_status);
   } else if (!r->args->quiet) {
     fflush(stdout);

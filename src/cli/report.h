@@ -2,9 +2,14 @@
  * progress line, the summary (human or JSON).
  *
  * Streams: stdout carries the lines a user asked for (-v, the dry-run and
- * --check listings, --json); stderr carries errors, progress and the human
- * summary. While the progress line is on screen, every other line first
- * clears it, so the two never share a terminal row.
+ * --check listings, --json, --json-lines); stderr carries errors, progress
+ * and the human summary. While the progress line is on screen, every other
+ * line first clears it, so the two never share a terminal row.
+ *
+ * Every name in human output goes through cli_put_name() (escape.h): a
+ * file name is not ours, and must not be able to forge a line or drive the
+ * terminal. With --json (but for -v's lines) or --json-lines, stdout
+ * holds JSON only.
  */
 #ifndef PC_CLI_REPORT_H
 #define PC_CLI_REPORT_H
@@ -13,6 +18,7 @@
 #include <stdint.h>
 
 #include "args.h"
+#include "escape.h"
 #include "precompress.h"
 
 #if defined(__GNUC__)
@@ -57,15 +63,30 @@ void cli_report_progress(void *data, const pc_progress_t *progress);
 void cli_report_error(void *data, const char *path, int err);
 
 /* Prints "precompress: MESSAGE" on stderr, clearing the progress line
- * first. r may be NULL before a report exists.
+ * first. r may be NULL before a report exists. MESSAGE must hold no name:
+ * names go through cli_report_name_msg() or cli_report_begin().
  */
 void cli_report_msg(cli_report_t *r, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* Prints "precompress: NAME: MESSAGE" on stderr, NAME escaped
+ * (cli_put_name()). r may be NULL.
+ */
+void cli_report_name_msg(cli_report_t *r, const char *name, const char *fmt,
+                         ...) CLI_PRINTF(3, 4);
+
+/* Starts a message line on stderr for a caller that needs more than one
+ * name in it: clears the progress line, flushes stdout and writes
+ * "precompress: ". The caller writes the rest to stderr, names through
+ * cli_put_name(), and ends it with a newline. r may be NULL.
+ */
+void cli_report_begin(cli_report_t *r);
 
 /* Removes the progress line, if any. */
 void cli_report_clear(cli_report_t *r);
 
-/* Prints the end-of-run summary: the JSON object on stdout with --json,
- * else the human line on stderr unless -q.
+/* Prints the end-of-run summary: the JSON object on stdout with --json
+ * (with "type":"summary" first with --json-lines), else the human line on
+ * stderr unless -q.
  */
 void cli_report_summary(cli_report_t *r, const pc_totals_t *totals,
                         double wall_s, double cpu_s, int exit_status);

@@ -8,7 +8,7 @@ _precompress() {
     --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
     --exclude --follow --force --fsync --shard --cache-dir --cache-max-size --memory-limit
     --jobs -j --manifest --dry-run -n --check --quiet -q --verbose -v
-    --progress --json --help -h --version -V"
+    --progress --json --json-lines --help -h --version -V"
 
   if [[ $cword -eq 1 && $cur != -* ]]; then
     COMPREPLY=($(compgen -W "merge-manifests" -- "$cur"))
