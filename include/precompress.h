@@ -41,7 +41,8 @@ extern "C" {
   XX(ENOZSTD, -4005, "built without zstd support")                            \
   XX(EINTERRUPTED, -4006, "interrupted")                                      \
   XX(EBADMANIFEST, -4007, "not a precompress manifest (invalid JSON)")       \
-  XX(ENOENGINE, -4008, "built without that gzip engine")
+  XX(ENOENGINE, -4008, "built without that gzip engine")                     \
+  XX(ENOTMANIFEST, -4009, "valid JSON but not a precompress manifest")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -313,10 +314,13 @@ PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
 
 /* Merges the manifests of the shards of one job (same options, same
  * roots, no file in two of them) into `out`, written atomically: the same
- * bytes one run over the whole tree writes. Returns 0, PC_EBADMANIFEST (an
- * input is not a manifest), -EINVAL (inputs of different jobs), -EEXIST (a
- * file in two inputs) or an I/O error. *bad (when not NULL) receives the
- * index of the input at fault, or SIZE_MAX when writing `out` failed.
+ * bytes one run over the whole tree writes. Each input must be a regular
+ * file. Returns 0, PC_EBADMANIFEST (an input is not JSON),
+ * PC_ENOTMANIFEST (an input is JSON but not a manifest), PC_ENOTREG (an
+ * input is not a regular file), -EINVAL (inputs of different jobs),
+ * -EEXIST (a file in two inputs) or an I/O error. *bad (when not NULL)
+ * receives the index of the input at fault, or SIZE_MAX when writing `out`
+ * failed.
  */
 PC_EXTERN int pc_merge_manifests(const char *out, const char *const *in,
                                  size_t nin, size_t *bad);
