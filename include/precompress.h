@@ -170,7 +170,8 @@ typedef struct pc_totals {
                           the manifest or the cache (see on_error) */
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
   uint64_t removed;    /* outputs removed (or, dry run, to remove) */
-  int signo;           /* SIGINT or SIGTERM when the run was interrupted */
+  int signo;           /* the signal that interrupted the run (see
+                          pc_run()), else 0 */
   struct {
     uint64_t files;     /* outputs kept */
     uint64_t bytes_in;  /* source bytes of those files */
@@ -306,9 +307,24 @@ PC_EXTERN const char *pc_library_versions(void);
 /* Runs the whole job: walk, compress, write, manifest.
  *
  * Returns 0 when the run completed (files may still have failed: see
- * totals->failed and on_file), PC_EINTERRUPTED when a SIGINT or SIGTERM
- * stopped it (totals then hold what was done), or another negative code when
- * nothing could run (invalid options, no loop). totals may be NULL.
+ * totals->failed and on_file), PC_EINTERRUPTED when a signal stopped it
+ * (totals then hold what was done, totals->signo which signal), or another
+ * negative code when nothing could run (invalid options, no loop). totals
+ * may be NULL.
+ *
+ * Signals. While it runs (until it returns, the manifest included),
+ * pc_run() catches, with libuv signal handles on its own loop:
+ *  - SIGINT and SIGTERM, always;
+ *  - SIGHUP and SIGPIPE, when their action is the default (so `nohup`,
+ *    or a caller that ignores SIGPIPE or has a handler, keeps its own).
+ * Any of them stops the run cleanly: no new file starts, files being
+ * compressed stop at their next slice and remove their temp files, and
+ * the manifest is written marked "incomplete". A SIGPIPE raised by a
+ * write of the caller's (an on_file that prints to a closed pipe) thus
+ * ends the run instead of the process; the write itself fails with EPIPE.
+ * SIGXFSZ, when at its default action, is ignored, so that a write past
+ * RLIMIT_FSIZE (`ulimit -f`) fails that file with EFBIG instead of killing
+ * the process. Each disposition is restored before pc_run() returns.
  */
 PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
 

@@ -368,13 +368,16 @@ static void schedule(pc__run_t *r) {
   }
 }
 
+/* The work is over: the loop stops. The signal handles stay open (and
+ * catching) until pc_run() returns: the manifest is written under them.
+ */
 static void close_handles(pc__run_t *r) {
-  uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer,
-                       (uv_handle_t *)&r->sigint, (uv_handle_t *)&r->sigterm};
+  uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer};
   size_t k;
   for (k = 0; k < PC__ARRAY_SIZE(hs); k++)
     if (!uv_is_closing(hs[k]))
       uv_close(hs[k], NULL);
+  uv_stop(&r->loop);
 }
 
 /* Ends the loop once nothing is pending, running or left to walk. */
@@ -423,6 +426,73 @@ static void on_signal(uv_signal_t *h, int signo) {
     atomic_store(&r->cfg.stop, 1);
   }
   maybe_finish(r);
+}
+
+static const int stop_signo[PC__NSIGS] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
+/* 1 if sa is the default action (not ignored, no handler of the caller's). */
+static int is_default(const struct sigaction *sa) {
+  return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_DFL;
+}
+
+/* Catches the signals a run stops on, each with a libuv handle, and
+ * ignores SIGXFSZ (precompress.h says which, and when). What each did
+ * before is kept for release_signals().
+ */
+static void catch_signals(pc__run_t *r) {
+  struct sigaction ign;
+  size_t k;
+
+  for (k = 0; k < PC__NSIGS; k++) {
+    int s = stop_signo[k];
+    if (sigaction(s, NULL, &r->old_sig[k]) != 0)
+      continue;
+    /* `nohup`'s SIG_IGN, or a caller's own handler, stands. */
+    if ((s == SIGHUP || s == SIGPIPE) && !is_default(&r->old_sig[k]))
+      continue;
+    if (uv_signal_init(&r->loop, &r->sigs[k]) != 0)
+      continue;
+    r->sig_on[k] = 1;
+    r->sigs[k].data = r;
+    uv_signal_start(&r->sigs[k], on_signal, s);
+  }
+  /* A write past RLIMIT_FSIZE then fails with EFBIG (that file fails)
+   * instead of the signal killing the process, temp files left behind.
+   */
+  memset(&ign, 0, sizeof(ign));
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  if (sigaction(SIGXFSZ, NULL, &r->old_xfsz) == 0 &&
+      is_default(&r->old_xfsz) && sigaction(SIGXFSZ, &ign, NULL) == 0)
+    r->xfsz_ignored = 1;
+}
+
+/* Closes every handle still open (the loop runs until they are), then
+ * puts back what each signal did before the run. libuv leaves a signal
+ * at its default action when its last handle closes; the caller may have
+ * had another.
+ */
+static void release_signals(pc__run_t *r) {
+  uv_handle_t *hs[2 + PC__NSIGS];
+  size_t k, n = 0;
+
+  hs[n++] = (uv_handle_t *)&r->idle;
+  hs[n++] = (uv_handle_t *)&r->timer;
+  for (k = 0; k < PC__NSIGS; k++)
+    if (r->sig_on[k])
+      hs[n++] = (uv_handle_t *)&r->sigs[k];
+  for (k = 0; k < n; k++)
+    if (!uv_is_closing(hs[k]))
+      uv_close(hs[k], NULL);
+  uv_run(&r->loop, UV_RUN_DEFAULT);
+  for (k = 0; k < PC__NSIGS; k++) {
+    if (r->sig_on[k])
+      sigaction(stop_signo[k], &r->old_sig[k], NULL);
+    r->sig_on[k] = 0;
+  }
+  if (r->xfsz_ignored)
+    sigaction(SIGXFSZ, &r->old_xfsz, NULL);
+  r->xfsz_ignored = 0;
 }
 
 /* Splits the PATHs into roots: a directory is its own root; a file's root
@@ -687,14 +757,10 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   size_pool(r->jobs);
   if ((err = uv_loop_init(&r->loop)) != 0)
     goto out;
-  loop_open = 1;
   uv_idle_init(&r->loop, &r->idle);
   uv_timer_init(&r->loop, &r->timer);
-  uv_signal_init(&r->loop, &r->sigint);
-  uv_signal_init(&r->loop, &r->sigterm);
-  r->sigint.data = r->sigterm.data = r;
-  uv_signal_start(&r->sigint, on_signal, SIGINT);
-  uv_signal_start(&r->sigterm, on_signal, SIGTERM);
+  catch_signals(r);
+  loop_open = 1;
   if (opts->on_progress != NULL)
     uv_timer_start(&r->timer, on_timer, PROGRESS_MS, PROGRESS_MS);
 
@@ -721,13 +787,19 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     int merr = pc__manifest_write(r, opts->manifest);
     if (merr != 0)
       pc__run_error(r, opts->manifest, merr);
+    /* A signal that came while it was written counts like any other: its
+     * callback runs now.
+     */
+    uv_run(&r->loop, UV_RUN_NOWAIT);
+    if (err == 0 && r->stopping)
+      err = PC_EINTERRUPTED;
   }
   /* Only a run that stored entries can have grown the cache past its
    * limit (each run sharing it trims after its own): listing a cache of
    * 100,000 entries is most of a second run's time.
    */
   if (r->cfg.cache != NULL && opts->cache_max_size > 0 && !opts->dry_run &&
-      r->cache_puts > 0) {
+      r->cache_puts > 0 && !r->stopping) {
     int terr = pc__cache_trim(r->cfg.cache, opts->cache_max_size);
     if (terr != 0)
       pc__run_error(r, opts->cache_dir, terr);
@@ -739,8 +811,10 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     *totals = r->totals;
 
 out:
-  if (loop_open)
+  if (loop_open) {
+    release_signals(r);
     uv_loop_close(&r->loop);
+  }
   free_run(r);
   free(r);
   return err;

@@ -8,8 +8,12 @@
 #include "prev.h"
 #include "schedule.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <uv.h>
+
+/* The signals a run stops on: SIGINT, SIGTERM, SIGHUP, SIGPIPE (run.c). */
+#define PC__NSIGS 4
 
 typedef struct pc__root {
   char *dir;        /* directory to open; "" means the current one */
@@ -106,7 +110,14 @@ typedef struct pc__run {
   uint64_t cache_puts; /* entries stored: the cache grew, trim it */
   pc_progress_t progress;
   uv_timer_t timer;
-  uv_signal_t sigint, sigterm;
+  /* The signals caught while the run lasts (pc_run() in precompress.h),
+   * each with what it did before: put back when the run returns.
+   */
+  uv_signal_t sigs[PC__NSIGS];
+  int sig_on[PC__NSIGS];
+  struct sigaction old_sig[PC__NSIGS];
+  int xfsz_ignored;
+  struct sigaction old_xfsz;
   int stopping;
   int fatal; /* a negative code that ends the run (ENOMEM) */
 } pc__run_t;

@@ -53,6 +53,120 @@ class Base(PCTestCase):
         return r
 
 
+@unittest.skipUnless(HAVE_PRLIMIT, "prlimit (util-linux) is missing")
+class FileSizeLimit(Base):
+    def test_ulimit_f_fails_the_big_file_only(self):
+        root = self.copy_site()
+        big = os.path.join(root, "data", "big.txt")
+        write(big, words_data(3 * 1024 * 1024, seed=5))
+        man = self.path("m.json")
+        r = run(["prlimit", "--fsize=262144", PROGRAM, "-j", "2", "--manifest", man, root], timeout=60,
+                program="/usr/bin/env")
+        self.assertEqual(r.rc, 1, r)
+        errs = errors(r)
+        self.assertEqual(len(errs), 1, r)
+        self.assertTrue(errs[0].startswith("precompress: %s" % big), errs)
+        self.assertTrue(errs[0].endswith(": File too large"), errs)
+        self.assertNoTemps(root)
+        for ext in ("gz", "br"):
+            self.assertFalse(os.path.lexists(big + "." + ext))
+        self.assertEqual(decode("gz", os.path.join(root, "css", "app.css.gz")),
+                         read(os.path.join(root, "css", "app.css")))
+        m = manifest_by_path(load_manifest(man)[0])
+        self.assertEqual(m[b"data/big.txt"].get("error"), "File too large")
+        self.assertIn("size", m[b"css/app.css"]["gz"])
+
+
+class Signals(Base):
+    def big_tree(self, n=3, size=1536 * 1024):
+        root = self.path("big")
+        os.makedirs(root)
+        for i in range(n):
+            write(os.path.join(root, "part%d.txt" % i), words_data(size, seed=i))
+        return root
+
+    def check_stopped(self, root, man):
+        self.assertNoTemps(root)
+        m, _ = load_manifest(man)
+        self.assertIs(m.get("incomplete"), True, "an interrupted run's manifest says so")
+        for rel in walk_all(root):
+            for fmt in ("gz", "br"):
+                if rel.endswith(b"." + fmt.encode()):
+                    full = os.path.join(os.fsencode(root), rel)
+                    self.assertEqual(decode(fmt, full), read(full[: -len(fmt) - 1]), rel)
+        return m
+
+    def test_sighup_stops_cleanly_with_129(self):
+        root = self.big_tree()
+        man = self.path("m.json")
+        p = subprocess.Popen([PROGRAM, "-q", "-j", "2", "--manifest", man, root], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=child_env())
+        time.sleep(0.7)
+        p.send_signal(signal.SIGHUP)
+        try:
+            out, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            self.fail("precompress did not stop within 20 s of SIGHUP")
+        self.assertEqual(p.returncode, 129, err)
+        self.check_stopped(root, man)
+
+    def test_sighup_ignored_by_nohup_is_left_alone(self):
+        root = self.big_tree(n=2, size=768 * 1024)
+        man = self.path("m.json")
+
+        def nohup():
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        p = subprocess.Popen([PROGRAM, "-q", "-j", "2", "--manifest", man, root], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=child_env(), preexec_fn=nohup)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGHUP)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        m, _ = load_manifest(man)
+        self.assertNotIn("incomplete", m)
+        self.assertEqual(len(m["files"]), 2)
+
+    def test_sigpipe_on_verbose_output_stops_cleanly_with_141(self):
+        # Many small files: -v lines keep coming while there is work left.
+        root = self.path("many")
+        blob = words_data(4 * 1024 * 1024, seed=7)
+        for d in range(8):
+            os.makedirs(os.path.join(root, "d%d" % d))
+        for i in range(800):
+            write(os.path.join(root, "d%d" % (i % 8), "f%04d.txt" % i), blob[i * 5000:(i + 1) * 5000])
+        man = self.path("m.json")
+        p = subprocess.Popen([PROGRAM, "-v", "-j", "2", "--progress", "never", "--manifest", man, root],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
+        first = p.stdout.readline()  # like `| head -1`
+        p.stdout.close()
+        self.assertTrue(first.startswith(b"compressed "), first)
+        try:
+            err = p.stderr.read()
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            self.fail("precompress did not stop after its stdout was closed")
+        self.assertEqual(p.returncode, 141, err)
+        self.assertNotIn(b"error writing", err)
+        m = self.check_stopped(root, man)
+        self.assertLess(len(m["files"]), 800, "the run was meant to be stopped half done")
+
+    def test_verbose_to_a_closed_pipe_exits_141(self):
+        root = self.copy_site()
+        rfd, wfd = os.pipe()
+        os.close(rfd)
+        try:
+            p = subprocess.run([PROGRAM, "-v", root], stdout=wfd, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, env=child_env(), timeout=60)
+        finally:
+            os.close(wfd)
+        self.assertEqual(p.returncode, 141, p.stderr)
+        self.assertNotIn(b"error writing", p.stderr)
+
+
 class Readers(Base):
     """Every reader of a manifest opens it non-blocking and takes regular files only."""
 

@@ -4,7 +4,8 @@
  *   0    everything done (files skipped by the rules are not errors)
  *   1    a file failed, or --check found missing, stale or unwanted outputs
  *   2    bad usage, or nothing could run
- *   128+N  stopped by signal N (130 SIGINT, 143 SIGTERM)
+ *   128+N  stopped by signal N (129 SIGHUP, 130 SIGINT, 141 SIGPIPE,
+ *          143 SIGTERM); 141 too when standard output's reader went away
  */
 #include "args.h"
 #include "report.h"
@@ -21,6 +22,13 @@
 #define EXIT_OK 0
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
+#define EXIT_PIPE (128 + SIGPIPE)
+
+/* A write to standard output met EPIPE: its reader is gone. Nothing more
+ * is written there, and the exit status is 141, as if SIGPIPE had ended
+ * the program (it stops the run instead: see pc_run()).
+ */
+static int stdout_gone;
 
 /* "0.95" for 95/100: exact when den is a power of ten, which is all the
  * parser produces; anything else gets a close decimal.
@@ -199,7 +207,8 @@ static void print_help(FILE *f) {
   print_skip_list(f);
   fputs("\nExit status: 0 done; 1 a file failed or --check found changes; "
         "2 bad usage;\n"
-        "130 interrupted (143 on SIGTERM).\n",
+        "128+N stopped by signal N: 129 SIGHUP, 130 SIGINT, 141 SIGPIPE, "
+        "143 SIGTERM.\n",
         f);
 }
 
@@ -230,11 +239,16 @@ static double cpu_seconds(void) {
 }
 
 /* Output the user asked for that did not reach stdout (a full disk, a
- * closed pipe) makes the run a failure.
+ * closed pipe) makes the run a failure. A closed pipe is said by the exit
+ * status alone, 141, as for any program whose reader went away.
  */
 static int finish_stdout(int status) {
+  if (stdout_gone)
+    return EXIT_PIPE;
   if (fflush(stdout) == 0 && !ferror(stdout))
     return status;
+  if (errno == EPIPE)
+    return EXIT_PIPE;
   cli_report_msg(NULL, "error writing to standard output: %s",
                  strerror(errno));
   return status == EXIT_OK ? EXIT_FAILED : status;
@@ -329,6 +343,13 @@ int main(int argc, char **argv) {
   memset(&totals, 0, sizeof(totals));
   rc = pc_run(&args.opts, &totals);
   cli_report_clear(&report);
+  /* pc_run() caught SIGPIPE while it ran (and put back its default
+   * action); from here on a closed standard output is an EPIPE that
+   * finish_stdout() turns into 141, never a death by signal.
+   */
+  signal(SIGPIPE, SIG_IGN);
+  if (totals.signo == SIGPIPE)
+    stdout_gone = 1;
 
   if (rc == 0) {
     if (totals.failed > 0 || totals.errors > 0 ||
@@ -346,9 +367,11 @@ int main(int argc, char **argv) {
     goto out;
   }
 
-  cli_report_summary(&report, &totals,
-                     (double) (cli_now_ns() - start_ns) / 1e9, cpu_seconds(),
-                     status);
+  /* --json's summary goes to standard output: not once it is gone. */
+  if (!(stdout_gone && args.json))
+    cli_report_summary(&report, &totals,
+                       (double) (cli_now_ns() - start_ns) / 1e9,
+                       cpu_seconds(), status);
 
 out:
   status = finish_stdout(status);
