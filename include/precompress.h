@@ -42,7 +42,10 @@ extern "C" {
   XX(EINTERRUPTED, -4006, "interrupted")                                      \
   XX(EBADMANIFEST, -4007, "not a precompress manifest (invalid JSON)")       \
   XX(ENOENGINE, -4008, "built without that gzip engine")                     \
-  XX(ENOTMANIFEST, -4009, "valid JSON but not a precompress manifest")
+  XX(ENOTMANIFEST, -4009, "valid JSON but not a precompress manifest")        \
+  XX(EREFUSE, -4010, "refusing to replace: not a precompress manifest")       \
+  XX(EOUTNAME, -4011,                                                         \
+     "refusing to write a manifest under an output's name (.gz, .br, .zst)")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -184,6 +187,8 @@ typedef struct pc_totals {
                           take at once (encoders and buffers, bytes) */
   uint64_t ran_alone;  /* files that ran alone, over the limit by
                           themselves */
+  const char *err_path; /* when pc_run() returned an error about a name
+                           (the manifest's), that name, else NULL */
 } pc_totals_t;
 
 typedef struct pc_options {
@@ -225,6 +230,15 @@ typedef struct pc_options {
    * was written with the same formats, levels and ratio, a file whose size
    * and mtime match its record and whose outputs are present with the
    * recorded sizes and the source's mtime is not read again.
+   *
+   * The name may hold nothing, a symlink (replaced as a name, never
+   * written through or read), an empty regular file, or a regular file
+   * that is a precompress manifest (a JSON object with a "precompress"
+   * member); a rewritten one keeps its permission bits. Anything else (a
+   * device, a FIFO, a directory, a source file, other JSON), or a name
+   * ending in .gz, .br or .zst, makes pc_run() return PC_EREFUSE or
+   * PC_EOUTNAME before any work starts. A dry run writes nothing, so it
+   * refuses nothing either.
    */
   const char *manifest;
   int force;        /* ignore the earlier manifest: compress every file */
@@ -309,8 +323,10 @@ PC_EXTERN const char *pc_library_versions(void);
  * Returns 0 when the run completed (files may still have failed: see
  * totals->failed and on_file), PC_EINTERRUPTED when a signal stopped it
  * (totals then hold what was done, totals->signo which signal), or another
- * negative code when nothing could run (invalid options, no loop). totals
- * may be NULL.
+ * negative code when nothing could run (invalid options, no loop, a
+ * manifest name it may not replace: PC_EREFUSE, PC_EOUTNAME, or the error
+ * met reading what is there, with totals->err_path set to the name).
+ * totals may be NULL.
  *
  * Signals. While it runs (until it returns, the manifest included),
  * pc_run() catches, with libuv signal handles on its own loop:
@@ -330,13 +346,15 @@ PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
 
 /* Merges the manifests of the shards of one job (same options, same
  * roots, no file in two of them) into `out`, written atomically: the same
- * bytes one run over the whole tree writes. Each input must be a regular
+ * bytes one run over the whole tree writes. `out` may hold what
+ * pc_options_t.manifest may (checked before any input is read; a
+ * replaced file keeps its permission bits); each input must be a regular
  * file. Returns 0, PC_EBADMANIFEST (an input is not JSON),
  * PC_ENOTMANIFEST (an input is JSON but not a manifest), PC_ENOTREG (an
  * input is not a regular file), -EINVAL (inputs of different jobs),
- * -EEXIST (a file in two inputs) or an I/O error. *bad (when not NULL)
- * receives the index of the input at fault, or SIZE_MAX when writing `out`
- * failed.
+ * -EEXIST (a file in two inputs), PC_EREFUSE or PC_EOUTNAME (`out` may not
+ * be replaced) or an I/O error. *bad (when not NULL) receives the index of
+ * the input at fault, or SIZE_MAX when the fault is with `out`.
  */
 PC_EXTERN int pc_merge_manifests(const char *out, const char *const *in,
                                  size_t nin, size_t *bad);

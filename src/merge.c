@@ -156,6 +156,8 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
   json_t **docs = calloc(nin ? nin : 1, sizeof(*docs));
   pc__buf_t text = {0};
   char **labels = NULL;
+  pc__mold_t old;
+  pc__mdest_t to;
   pc__mdoc_t d;
   size_t i, k, total = 0, at = 0;
   int err = 0;
@@ -167,6 +169,12 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
     return -ENOMEM;
   if (nin == 0) {
     err = -EINVAL;
+    goto out;
+  }
+  /* What OUT may replace, before anything is read (precompress.h). */
+  if ((err = pc__manifest_check(out, 1, &old, NULL)) != 0) {
+    if (bad != NULL)
+      *bad = SIZE_MAX;
     goto out;
   }
   for (i = 0; i < nin; i++) {
@@ -256,7 +264,10 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
   }
   if (bad != NULL)
     *bad = SIZE_MAX;
-  err = pc__manifest_write_doc(&d, out, 0);
+  memset(&to, 0, sizeof(to));
+  to.path = out;
+  to.checked = &old;
+  err = pc__manifest_write_doc(&d, &to);
 
 out:
   for (k = 0; k < at; k++) {

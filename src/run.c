@@ -541,6 +541,120 @@ static int make_roots(pc__run_t *r) {
   return 0;
 }
 
+/* The manifest's name, before any work starts (precompress.h): what is
+ * there must be something a manifest may replace, unless nothing will be
+ * written (a dry run); an earlier manifest's records are read from it. 0,
+ * or the code that keeps the run from starting.
+ */
+static int open_manifest(pc__run_t *r) {
+  const pc_options_t *o = r->opts;
+  const char *path = o->manifest, *slash;
+  int writing = !o->dry_run, err, ours = 0;
+  pc__buf_t text = {0};
+  char **labels = NULL;
+  struct stat st;
+  uint32_t k;
+
+  if (path == NULL)
+    return 0;
+  slash = strrchr(path, '/');
+  r->man_base = slash != NULL ? slash + 1 : path;
+  r->man_base_len = strlen(r->man_base);
+  {
+    /* Its directory, to know the name by wherever the walk meets it. */
+    char *dir = slash == NULL   ? pc__strdup(".")
+                : slash == path ? pc__strdup("/")
+                                : malloc((size_t)(slash - path) + 1);
+    if (dir == NULL)
+      return -ENOMEM;
+    if (slash != NULL && slash != path) {
+      memcpy(dir, path, (size_t)(slash - path));
+      dir[slash - path] = '\0';
+    }
+    if (stat(dir, &st) == 0) {
+      r->man_dir_dev = st.st_dev;
+      r->man_dir_ino = st.st_ino;
+    } else {
+      r->man_base = NULL; /* no such directory: nothing there to walk */
+    }
+    free(dir);
+  }
+
+  err = pc__manifest_check(path, writing, &r->man_old, &text);
+  if (err != 0) {
+    if (!writing) {
+      /* Nothing will replace it: say why it is not read, and go on. */
+      pc__run_error(r, path, err);
+      err = 0;
+    }
+    goto out;
+  }
+  if (r->man_old.regular) {
+    r->man_known = r->cfg.man_known = 1;
+    r->man_dev = r->cfg.man_dev = r->man_old.dev;
+    r->man_ino = r->cfg.man_ino = r->man_old.ino;
+  }
+  /* Nothing, a symlink or an empty file: no earlier manifest. */
+  if (text.len == 0 || (o->force && !writing))
+    goto out;
+  if ((labels = malloc(r->nroots * sizeof(*labels))) == NULL) {
+    err = -ENOMEM;
+    goto out;
+  }
+  for (k = 0; k < r->nroots; k++)
+    labels[k] = r->roots[k].label;
+  /* With --force it is only judged: its records are not wanted. */
+  err = pc__prev_parse(o->force ? NULL : &r->prev, &ours,
+                       (const char *)text.data, text.len, o->formats,
+                       o->level, o->gzip_engine, o->ratio_num, o->ratio_den,
+                       labels, r->nroots, r->jobs, PC__PREV_MIN_PART);
+  if (err == -ENOMEM)
+    goto out;
+  if (writing && pc__manifest_ours(text.len, ours) != 0) {
+    err = PC_EREFUSE;
+    goto out;
+  }
+  if (err != 0 && !o->force) {
+    /* A manifest, but not one this run can use: say so, compress
+     * everything, and replace it.
+     */
+    pc__run_error(r, path, err);
+  }
+  err = 0;
+out:
+  free(labels);
+  pc__buf_free(&text);
+  return err;
+}
+
+/* Opens the cache, and keeps it out of the walk: its entries are not
+ * sources, even when it lies inside a PATH (its entries' directory, even
+ * when it is a PATH itself).
+ */
+static void open_cache(pc__run_t *r) {
+  const char *dirs[2];
+  pc__cache_t *c;
+  struct stat st;
+  size_t k;
+  int err;
+
+  if ((err = pc__cache_open(&c, r->opts->cache_dir)) != 0) {
+    /* A cache that cannot be made is no reason not to compress. */
+    pc__run_error(r, r->opts->cache_dir, err);
+    c = NULL;
+  }
+  r->cfg.cache = c;
+  dirs[0] = r->opts->cache_dir;
+  dirs[1] = c != NULL ? pc__cache_root(c) : NULL;
+  for (k = 0; k < PC__ARRAY_SIZE(dirs); k++) {
+    if (dirs[k] != NULL && stat(dirs[k], &st) == 0 && S_ISDIR(st.st_mode)) {
+      r->skip_dirs[r->nskip_dirs].dev = st.st_dev;
+      r->skip_dirs[r->nskip_dirs].ino = st.st_ino;
+      r->nskip_dirs++;
+    }
+  }
+}
+
 static void free_run(pc__run_t *r) {
   uint32_t k;
   size_t i;
@@ -608,7 +722,6 @@ static void size_pool(unsigned jobs) {
 
 int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   pc__run_t *r;
-  struct stat st;
   size_t k;
   int err, f, loop_open = 0;
 
@@ -634,16 +747,6 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   atomic_init(&r->cfg.stop, 0);
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
     goto out;
-  if (opts->cache_dir != NULL) {
-    pc__cache_t *c;
-    if ((err = pc__cache_open(&c, opts->cache_dir)) != 0) {
-      /* A cache that cannot be made is no reason not to compress. */
-      pc__run_error(r, opts->cache_dir, err);
-      err = 0;
-    } else {
-      r->cfg.cache = c;
-    }
-  }
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
   {
     /* A job holds at most FDS_PER_JOB descriptors at once (its source,
@@ -724,35 +827,15 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   }
   for (k = 0; k < r->nskip_ext; k++)
     r->skip_len[k] = strlen(r->skip_ext[k]);
-  if (opts->manifest != NULL && stat(opts->manifest, &st) == 0) {
-    r->man_known = 1;
-    r->man_dev = st.st_dev;
-    r->man_ino = st.st_ino;
-    r->cfg.man_known = 1;
-    r->cfg.man_dev = st.st_dev;
-    r->cfg.man_ino = st.st_ino;
-  }
   if ((err = make_roots(r)) != 0)
     goto out;
-  if (opts->manifest != NULL && !opts->force) {
-    char **labels = malloc(r->nroots * sizeof(*labels));
-    uint32_t k2;
-    if (labels == NULL) {
-      err = -ENOMEM;
-      goto out;
-    }
-    for (k2 = 0; k2 < r->nroots; k2++)
-      labels[k2] = r->roots[k2].label;
-    err = pc__prev_load(&r->prev, opts->manifest, opts->formats, opts->level,
-                        opts->gzip_engine, opts->ratio_num, opts->ratio_den,
-                        labels, r->nroots, r->jobs, PC__PREV_MIN_PART);
-    free(labels);
-    if (err != 0) {
-      /* Unreadable or not a manifest: say so, and compress everything. */
-      pc__run_error(r, opts->manifest, err);
-      err = 0;
-    }
+  if ((err = open_manifest(r)) != 0) {
+    if (totals != NULL)
+      totals->err_path = opts->manifest;
+    goto out;
   }
+  if (opts->cache_dir != NULL)
+    open_cache(r);
 
   size_pool(r->jobs);
   if ((err = uv_loop_init(&r->loop)) != 0)
@@ -784,8 +867,13 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   progress(r);
   if ((err == 0 || err == PC_EINTERRUPTED) && opts->manifest != NULL &&
       !opts->dry_run) {
-    int merr = pc__manifest_write(r, opts->manifest);
-    if (merr != 0)
+    pc__mdest_t to;
+    int merr;
+    memset(&to, 0, sizeof(to));
+    to.path = opts->manifest;
+    to.checked = &r->man_old;
+    to.sync = r->cfg.fsync;
+    if ((merr = pc__manifest_write(r, &to)) != 0)
       pc__run_error(r, opts->manifest, merr);
     /* A signal that came while it was written counts like any other: its
      * callback runs now.

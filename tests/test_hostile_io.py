@@ -53,6 +53,181 @@ class Base(PCTestCase):
         return r
 
 
+class ManifestTarget(Base):
+    """--manifest FILE may replace nothing, a symlink (as a name), an empty file or a manifest."""
+
+    def test_source_file_is_refused(self):
+        root = self.copy_site()
+        src = os.path.join(root, "js", "app.js")
+        data = read(src)
+        self.refused(["--manifest", src, root], src, root=root)
+        self.assertEqual(read(src), data)
+
+    def test_output_names_are_refused(self):
+        root = self.copy_site()
+        self.run_ok(["-q", root])
+        what = "refusing to write a manifest under an output's name (.gz, .br, .zst)"
+        for name in (os.path.join(root, "js", "app.js.gz"), os.path.join(root, "index.html.br"),
+                     self.path("m.json.zst"), self.path("new.json.gz")):
+            with self.subTest(name=name):
+                old = read(name) if os.path.exists(name) else None
+                self.refused(["--manifest", name, root], name, what=what, root=root)
+                if old is None:
+                    self.assertFalse(os.path.lexists(name))
+                else:
+                    self.assertEqual(read(name), old)
+
+    def test_fifo_is_refused_without_hanging(self):
+        root = self.copy_site()
+        fifo = self.path("m.json")
+        os.mkfifo(fifo)
+        t0 = time.monotonic()
+        self.refused(["--manifest", fifo, root], fifo, root=root)
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced")
+
+    def test_device_is_refused(self):
+        root = self.copy_site()
+        dev = self.path("null")
+        try:
+            os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except PermissionError:
+            self.skipTest("mknod is not permitted here")
+        self.refused(["--manifest", dev, root], dev, root=root)
+        st = os.lstat(dev)
+        self.assertTrue(stat.S_ISCHR(st.st_mode), "the device node was replaced")
+        self.assertEqual(st.st_rdev, os.makedev(1, 3))
+
+    def test_socket_and_directory_are_refused(self):
+        root = self.copy_site()
+        sock_path = self.path("m.sock")
+        s = socket.socket(socket.AF_UNIX)
+        self.addCleanup(s.close)
+        s.bind(sock_path)
+        self.refused(["--manifest", sock_path, root], sock_path, root=root)
+        self.assertTrue(stat.S_ISSOCK(os.lstat(sock_path).st_mode))
+        d = self.path("adir")
+        os.mkdir(d)
+        self.refused(["--manifest", d, root], d, root=root)
+        self.assertTrue(os.path.isdir(d))
+
+    def test_json_and_garbage_that_are_not_manifests_are_refused(self):
+        root = self.copy_site()
+        for name, data in (("package.json", b'{"name": "site", "version": "1.0.0"}\n'),
+                           ("array.json", b"[1, 2, 3]\n"),
+                           ("notes.txt", b"this is not JSON\n"),
+                           ("binary.bin", b"\x00\xff\xfe{\n")):
+            with self.subTest(name=name):
+                p = self.path(name)
+                write(p, data)
+                self.refused(["--manifest", p, root], p, root=root)
+                self.assertEqual(read(p), data)
+
+    def test_truncated_manifest_is_refused(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        self.run_ok(["-q", "--manifest", man, root])
+        raw = read(man)
+        write(man, raw[: len(raw) // 2])
+        self.refused(["--manifest", man, root], man, root=root)
+        self.assertEqual(read(man), raw[: len(raw) // 2])
+        # --force reads nothing back, and still may not replace it.
+        self.refused(["--force", "--manifest", man, root], man, root=root)
+
+    def test_manifest_empty_file_and_symlink_are_replaced(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        self.run_ok(["-q", "--manifest", man, root])
+        raw = read(man)
+        # A manifest of another version is still one: it cannot be read (one error line, exit 1),
+        # but it is replaced.
+        write(man, b'{"precompress": 2, "future": true}\n')
+        r = run(["-q", "--manifest", man, root])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(errors(r), ["precompress: %s: %s" % (man, NOT_MANIFEST)], r)
+        self.assertEqual(read(man), raw)
+        # An empty file (mktemp) holds nothing to lose: no error, replaced.
+        os.unlink(man)
+        write(man, b"")
+        r = self.run_ok(["--manifest", man, root])
+        self.assertEqual(errors(r), [], r)
+        self.assertEqual(read(man), raw)
+        # A symlink, even to a source of the tree, is replaced as a name, never written through,
+        # and its target is compressed like any other file.
+        src = os.path.join(root, "js", "app.js")
+        data = read(src)
+        os.unlink(man)
+        os.symlink(src, man)
+        os.unlink(src + ".gz")
+        r = self.run_ok(["-q", "--manifest", man, root])
+        self.assertFalse(os.path.islink(man))
+        self.assertEqual(read(man), raw)
+        self.assertEqual(read(src), data)
+        self.assertEqual(decode("gz", src + ".gz"), data, "the link's target must still be compressed")
+
+    def test_rewritten_manifest_keeps_its_mode(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        self.run_ok(["-q", "--manifest", man, root], umask=0o022)
+        self.assertEqual(stat.S_IMODE(os.stat(man).st_mode), 0o644)
+        os.chmod(man, 0o600)
+        ino = os.stat(man).st_ino
+        p = os.path.join(root, "js", "app.js")
+        with open(p, "ab") as f:
+            f.write(b"\n// one more line\n")
+        self.run_ok(["-q", "--manifest", man, root], umask=0o022)
+        st = os.stat(man)
+        self.assertNotEqual(st.st_ino, ino, "the manifest was not rewritten")
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o600, "a rewritten manifest must keep its mode")
+        # An empty 0600 file, as mktemp makes it, stays 0600.
+        man2 = self.path("m2.json")
+        write(man2, b"")
+        os.chmod(man2, 0o600)
+        self.run_ok(["-q", "--force", "--manifest", man2, root], umask=0o022)
+        self.assertEqual(stat.S_IMODE(os.stat(man2).st_mode), 0o600)
+        self.assertIn(b'"precompress": 1', read(man2))
+
+
+class InsideTheTree(Base):
+    def test_new_manifest_inside_the_tree_is_never_an_input(self):
+        root = self.copy_site()
+        man = os.path.join(root, "css", "precompress.json")
+        for args in (["-q"], ["-q"], ["-q", "--force"]):
+            self.run_ok(args + ["--manifest", man, root])
+            m, _ = load_manifest(man)
+            self.assertNotIn(b"css/precompress.json", manifest_by_path(m))
+            for ext in ("gz", "br"):
+                self.assertFalse(os.path.lexists(man + "." + ext))
+
+    def test_manifest_temp_of_a_killed_run_is_not_an_input(self):
+        root = self.copy_site()
+        man = os.path.join(root, "precompress.json")
+        self.run_ok(["-q", "--manifest", man, root])
+        raw = read(man)
+        tmp = os.path.join(root, ".precompress.json.AbC123.tmp")
+        write(tmp, raw[:100])
+        self.run_ok(["-q", "--manifest", man, root])
+        self.assertNotIn(b".precompress.json.AbC123.tmp", manifest_by_path(load_manifest(man)[0]))
+        self.assertFalse(os.path.lexists(tmp + ".gz"))
+        self.assertFalse(os.path.lexists(tmp), "a killed run's manifest temp is removed")
+
+    def test_cache_dir_inside_the_tree_is_never_walked(self):
+        for name, sub in (("a", ("vendor", "cache")), ("b", ())):
+            root = self.copy_site(name)
+            cache = os.path.join(root, *sub)
+            with self.subTest(cache=cache):
+                for _ in range(2):
+                    man = self.path("m.json")
+                    r = self.run_ok(["-v", "--force", "--cache-dir", cache, "--manifest", man, root])
+                    self.assertTrue(os.path.isdir(os.path.join(cache, "v1")))
+                    walked = [l for l in r.out_lines if "/v1/" in l or "vendor/cache" in l]
+                    self.assertEqual(walked, [], r)
+                    for e in load_manifest(man)[0]["files"]:
+                        self.assertFalse(e["path"].startswith(("vendor/cache", "v1/")), e)
+                    for rel in walk_all(os.path.join(cache, "v1")):
+                        self.assertFalse(rel.endswith((b".gz", b".br")), "an output in the cache: %r" % rel)
+
+
 @unittest.skipUnless(HAVE_PRLIMIT, "prlimit (util-linux) is missing")
 class FileSizeLimit(Base):
     def test_ulimit_f_fails_the_big_file_only(self):
@@ -191,6 +366,31 @@ class Readers(Base):
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(errors(r), ["precompress: %s: not a regular file" % fifo], r)
         self.assertFalse(os.path.lexists(out))
+
+    def test_merge_out_must_be_nothing_or_a_manifest(self):
+        root = self.copy_site()
+        man = self.path("m.json")
+        self.run_ok(["-q", "--manifest", man, root])
+        fifo = self.path("out.fifo")
+        os.mkfifo(fifo)
+        src = os.path.join(root, "js", "app.js")
+        data = read(src)
+        self.refused(["merge-manifests", fifo, man], fifo)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.refused(["merge-manifests", src, man], src)
+        self.assertEqual(read(src), data)
+        out = self.path("merged.json.gz")
+        self.refused(["merge-manifests", out, man], out,
+                     what="refusing to write a manifest under an output's name (.gz, .br, .zst)")
+        self.assertFalse(os.path.lexists(out))
+        # A manifest there, or an empty file, is replaced; its mode kept.
+        other = self.path("other.json")
+        shutil.copy(man, other)
+        os.chmod(other, 0o600)
+        r = run(["merge-manifests", other, man])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(read(other), read(man))
+        self.assertEqual(stat.S_IMODE(os.stat(other).st_mode), 0o600)
 
     def test_valid_json_that_is_not_a_manifest_says_so(self):
         root = self.copy_site()

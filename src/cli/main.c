@@ -3,7 +3,7 @@
  *
  *   0    everything done (files skipped by the rules are not errors)
  *   1    a file failed, or --check found missing, stale or unwanted outputs
- *   2    bad usage, or nothing could run
+ *   2    bad usage, or nothing could run (a --manifest it may not replace)
  *   128+N  stopped by signal N (129 SIGHUP, 130 SIGINT, 141 SIGPIPE,
  *          143 SIGTERM); 141 too when standard output's reader went away
  */
@@ -268,9 +268,13 @@ static int merge_main(int argc, char **argv) {
                            (size_t) argc - 3, &bad);
   if (err == 0)
     return EXIT_OK;
-  if (bad == SIZE_MAX)
+  if (bad == SIZE_MAX) {
     cli_report_msg(NULL, "%s: %s", argv[2], pc_strerror(err));
-  else if (err == -EINVAL)
+    /* OUT is looked at before any input is read: nothing could run. */
+    return err == PC_EREFUSE || err == PC_EOUTNAME ? EXIT_USAGE
+                                                   : EXIT_FAILED;
+  }
+  if (err == -EINVAL)
     cli_report_msg(NULL, "%s: written with other options or roots than %s: "
                    "not a shard of the same job", argv[3 + bad], argv[3]);
   else if (err == -EEXIST)
@@ -362,7 +366,10 @@ int main(int argc, char **argv) {
     status = 128 + (totals.signo > 0 ? totals.signo : SIGINT);
   } else {
     /* Nothing could run: there is no summary worth printing. */
-    cli_report_msg(&report, "%s", pc_strerror(rc));
+    if (totals.err_path != NULL)
+      cli_report_msg(&report, "%s: %s", totals.err_path, pc_strerror(rc));
+    else
+      cli_report_msg(&report, "%s", pc_strerror(rc));
     status = EXIT_USAGE;
     goto out;
   }
