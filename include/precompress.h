@@ -278,6 +278,13 @@ typedef struct pc_options {
    * pc_default_memory_limit(); PC_MEMORY_UNLIMITED, no limit.
    */
   uint64_t memory_limit;
+  /* When not NULL, the manifest is handed to this function, in pieces and
+   * in order, instead of being written to a file (`manifest` must then be
+   * NULL; no earlier manifest is read). It returns 0, or a negative code
+   * that ends the manifest: on_error then gets that code with path NULL.
+   * Called on the thread that called pc_run(), after the last file.
+   */
+  int (*manifest_write)(void *data, const void *buf, size_t len);
 } pc_options_t;
 
 /* Fills every field with its default. */

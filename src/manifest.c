@@ -348,6 +348,8 @@ static int sink_open(sink_t *k) {
 
 static int sink_put(sink_t *k, const void *p, size_t n) {
   int err;
+  if (k->to->path == NULL)
+    return k->to->write(k->to->data, p, n);
   if (!k->writing) {
     if (k->old >= 0 && (off_t)n <= k->old_size - k->same &&
         pc__buf_reserve(&k->cmp, n) == 0 &&
@@ -376,28 +378,31 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
   snk.to = to;
   snk.old = -1;
   snk.out = (pc__out_t)PC__OUT_INIT;
-  /* Checked again just before writing: the run may have taken minutes.
-   * Only a regular file can be left as it is; a symlink there is
-   * replaced, as always. A regular file other than the one checked before
-   * is judged by its bytes.
-   */
-  if (output_name(to->path)) {
-    err = PC_EOUTNAME;
-    goto out;
-  }
-  if ((err = look(to->path, &now, &snk.old)) != 0)
-    goto out;
-  if (snk.old >= 0 && now.size > 0 &&
-      (to->checked == NULL || !to->checked->regular ||
-       to->checked->dev != now.dev || to->checked->ino != now.ino) &&
-      (err = judge(snk.old)) != 0)
-    goto out;
-  if (snk.old >= 0 && fstat(snk.old, &st) == 0) {
-    snk.old_size = st.st_size;
-    snk.old_ctime = st.st_ctim;
-  } else if (snk.old >= 0) {
-    close(snk.old);
-    snk.old = -1;
+  if (to->path != NULL) {
+    const pc__mold_t *was = to->checked;
+    /* Checked again just before writing: the run may have taken minutes.
+     * Only a regular file can be left as it is; a symlink there is
+     * replaced, as always. A regular file other than the one checked
+     * before is judged by its bytes.
+     */
+    if (output_name(to->path)) {
+      err = PC_EOUTNAME;
+      goto out;
+    }
+    if ((err = look(to->path, &now, &snk.old)) != 0)
+      goto out;
+    if (snk.old >= 0 && now.size > 0 &&
+        (was == NULL || !was->regular || was->dev != now.dev ||
+         was->ino != now.ino) &&
+        (err = judge(snk.old)) != 0)
+      goto out;
+    if (snk.old >= 0 && fstat(snk.old, &st) == 0) {
+      snk.old_size = st.st_size;
+      snk.old_ctime = st.st_ctim;
+    } else if (snk.old >= 0) {
+      close(snk.old);
+      snk.old = -1;
+    }
   }
   if (r->nrecs > 1)
     qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
@@ -438,7 +443,7 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
     goto out;
   }
 
-  if ((err = sink_put(&snk, b.data, b.len)) != 0)
+  if ((err = sink_put(&snk, b.data, b.len)) != 0 || to->path == NULL)
     goto out;
   if (!snk.writing && snk.same == snk.old_size)
     goto out; /* the same bytes: the old manifest stands as it is */

@@ -111,7 +111,8 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     r->opts->on_file(r->opts->data, &file);
   }
 
-  if (r->opts->manifest == NULL || r->cfg.dry_run) {
+  if ((r->opts->manifest == NULL && r->opts->manifest_write == NULL) ||
+      r->cfg.dry_run) {
     if (!rec->borrowed)
       free(rec->path);
     return;
@@ -865,18 +866,21 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   }
   r->progress.walk_done = 1;
   progress(r);
-  if ((err == 0 || err == PC_EINTERRUPTED) && opts->manifest != NULL &&
+  if ((err == 0 || err == PC_EINTERRUPTED) &&
+      (opts->manifest != NULL || opts->manifest_write != NULL) &&
       !opts->dry_run) {
     pc__mdest_t to;
     int merr;
     memset(&to, 0, sizeof(to));
     to.path = opts->manifest;
+    to.write = opts->manifest_write;
+    to.data = opts->data;
     to.checked = &r->man_old;
     to.sync = r->cfg.fsync;
     if ((merr = pc__manifest_write(r, &to)) != 0)
       pc__run_error(r, opts->manifest, merr);
-    /* A signal that came while it was written counts like any other: its
-     * callback runs now.
+    /* A signal that came while it was written (a SIGPIPE from a manifest
+     * sent to a closed pipe) counts like any other: its callback runs now.
      */
     uv_run(&r->loop, UV_RUN_NOWAIT);
     if (err == 0 && r->stopping)

@@ -184,10 +184,13 @@ typedef struct pc__mdoc {
 } pc__mdoc_t;
 
 /* Where pc__manifest_write_doc() writes: a file at `path` (temp + rename,
- * left alone when it holds the same bytes already).
+ * left alone when it holds the same bytes already), or, with path NULL,
+ * the caller's `write`.
  */
 typedef struct pc__mdest {
   const char *path;
+  int (*write)(void *data, const void *buf, size_t len);
+  void *data;
   /* What pc__manifest_check() found at path, or NULL: checked again just
    * before writing, and should a regular file there have been replaced
    * since, looked at anew.

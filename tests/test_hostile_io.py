@@ -228,6 +228,51 @@ class InsideTheTree(Base):
                         self.assertFalse(rel.endswith((b".gz", b".br")), "an output in the cache: %r" % rel)
 
 
+class ManifestToStdout(Base):
+    def test_manifest_dash_writes_stdout(self):
+        root = self.copy_site()
+        r = run(["--manifest", "-", root], cwd=self.tmp)
+        self.assertEqual(r.rc, 0, r)
+        self.assertFalse(os.path.lexists(self.path("-")), "a file named '-' was written")
+        self.assertIsNotNone(r.summary(), "the summary still goes to stderr: %r" % r)
+        m = json.loads(r.out_b)
+        self.assertEqual(m["precompress"], 1)
+        # The same bytes a manifest file gets; no reading back from '-' (nothing unchanged).
+        man = self.path("m.json")
+        self.run_ok(["-q", "--force", "--manifest", man, root])
+        r2 = run(["-q", "--manifest", "-", root], cwd=self.tmp)
+        self.assertEqual(r2.rc, 0, r2)
+        self.assertEqual(r2.out_b, read(man))
+        self.assertEqual(r2.err, "")
+
+    def test_manifest_dash_with_other_stdout_users_is_a_usage_error(self):
+        root = self.copy_site()
+        before = listing(root)
+        for extra in (["--json"], ["-v"], ["--dry-run"], ["--check"]):
+            with self.subTest(extra=extra):
+                r = run(extra + ["--manifest", "-", root], cwd=self.tmp)
+                self.assertEqual(r.rc, 2, r)
+                self.assertEqual(len(r.err_lines), 1, r)
+                self.assertIn("--manifest -", r.err_lines[0])
+                self.assertIn("precompress --help", r.err_lines[0])
+                self.assertEqual(r.out, "")
+                self.assertEqual(listing(root), before)
+
+    def test_manifest_dash_to_a_closed_pipe_exits_141(self):
+        root = self.copy_site()
+        rfd, wfd = os.pipe()
+        os.close(rfd)
+        try:
+            p = subprocess.run([PROGRAM, "-q", "--manifest", "-", root], stdout=wfd, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, env=child_env(), timeout=60, cwd=self.tmp)
+        finally:
+            os.close(wfd)
+        self.assertEqual(p.returncode, 141, p.stderr)
+        self.assertNotIn(b"error writing", p.stderr)
+        self.assertFalse(os.path.lexists(self.path("-")))
+        self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css.gz")))
+
+
 @unittest.skipUnless(HAVE_PRLIMIT, "prlimit (util-linux) is missing")
 class FileSizeLimit(Base):
     def test_ulimit_f_fails_the_big_file_only(self):
@@ -407,7 +452,6 @@ class Readers(Base):
         r = run(["merge-manifests", self.path("out.json"), bad], timeout=30)
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(errors(r), ["precompress: %s: not a precompress manifest (invalid JSON)" % bad], r)
-
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define EXIT_OK 0
 #define EXIT_FAILED 1
@@ -29,6 +30,8 @@
  * the program (it stops the run instead: see pc_run()).
  */
 static int stdout_gone;
+/* The last error writing the manifest to standard output (--manifest -). */
+static int stdout_err;
 
 /* "0.95" for 95/100: exact when den is a power of ten, which is all the
  * parser produces; anything else gets a close decimal.
@@ -153,7 +156,11 @@ static void print_help(FILE *f) {
           "                            unchanged since the FILE of an "
           "earlier run (same\n"
           "                            formats, levels, ratio) are not "
-          "read again\n"
+          "read again; FILE\n"
+          "                            may replace only an earlier manifest; "
+          "'-' writes it\n"
+          "                            to standard output (nothing read "
+          "back)\n"
           "      --force               compress every file, whatever the "
           "manifest says\n"
           "      --shard K/N           take only shard K of N (by hash of "
@@ -254,6 +261,41 @@ static int finish_stdout(int status) {
   return status == EXIT_OK ? EXIT_FAILED : status;
 }
 
+/* --manifest -: the manifest's bytes, straight to standard output, which
+ * nothing else writes to then (main() refuses -v, --json, -n and --check
+ * beside it).
+ */
+static int write_stdout(void *data, const void *buf, size_t len) {
+  const char *p = buf;
+
+  (void) data;
+  while (len > 0) {
+    ssize_t n = write(STDOUT_FILENO, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      stdout_gone = errno == EPIPE;
+      stdout_err = -errno;
+      return stdout_err;
+    }
+    p += n;
+    len -= (size_t) n;
+  }
+  return 0;
+}
+
+/* cli_report_error(), but an error of the manifest on its way to standard
+ * output is named so, and a closed pipe is left to the exit status.
+ */
+static void report_error(void *data, const char *path, int err) {
+  if (path == NULL && err != 0 && err == stdout_err) {
+    if (!stdout_gone)
+      cli_report_msg(data, "standard output: %s", pc_strerror(err));
+    return;
+  }
+  cli_report_error(data, path, err);
+}
+
 /* precompress merge-manifests OUT IN...: the shards' manifests as one. */
 static int merge_main(int argc, char **argv) {
   size_t bad;
@@ -328,6 +370,22 @@ int main(int argc, char **argv) {
     goto out;
   }
 
+  if (args.opts.manifest != NULL && strcmp(args.opts.manifest, "-") == 0) {
+    /* Standard output carries one thing: the manifest, or the lines. */
+    const char *other = args.json      ? "--json"
+                        : args.verbose ? "-v/--verbose"
+                        : args.check   ? "--check"
+                        : args.opts.dry_run ? "-n/--dry-run"
+                                            : NULL;
+    if (other != NULL) {
+      cli_report_msg(NULL, "--manifest - and %s both write to standard "
+                     "output (see 'precompress --help')", other);
+      goto out;
+    }
+    args.opts.manifest = NULL;
+    args.opts.manifest_write = write_stdout;
+  }
+
   if (check_paths(&args))
     goto out;
 
@@ -335,7 +393,7 @@ int main(int argc, char **argv) {
   args.opts.data = &report;
   args.opts.on_file = cli_report_file;
   args.opts.on_progress = cli_report_progress;
-  args.opts.on_error = cli_report_error;
+  args.opts.on_error = report_error;
 
   if (pc_options_check(&args.opts, &what) != 0) {
     cli_report_msg(NULL, "invalid options: %s (see 'precompress --help')",
