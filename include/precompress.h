@@ -41,7 +41,11 @@ extern "C" {
   XX(ENOZSTD, -4005, "built without zstd support")                            \
   XX(EINTERRUPTED, -4006, "interrupted")                                      \
   XX(EBADMANIFEST, -4007, "not a precompress manifest (invalid JSON)")       \
-  XX(ENOENGINE, -4008, "built without that gzip engine")
+  XX(ENOENGINE, -4008, "built without that gzip engine")                     \
+  XX(ENOTMANIFEST, -4009, "valid JSON but not a precompress manifest")        \
+  XX(EREFUSE, -4010, "refusing to replace: not a precompress manifest")       \
+  XX(EOUTNAME, -4011,                                                         \
+     "refusing to write a manifest under an output's name (.gz, .br, .zst)")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -169,7 +173,8 @@ typedef struct pc_totals {
                           the manifest or the cache (see on_error) */
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
   uint64_t removed;    /* outputs removed (or, dry run, to remove) */
-  int signo;           /* SIGINT or SIGTERM when the run was interrupted */
+  int signo;           /* the signal that interrupted the run (see
+                          pc_run()), else 0 */
   struct {
     uint64_t files;     /* outputs kept */
     uint64_t bytes_in;  /* source bytes of those files */
@@ -182,6 +187,8 @@ typedef struct pc_totals {
                           take at once (encoders and buffers, bytes) */
   uint64_t ran_alone;  /* files that ran alone, over the limit by
                           themselves */
+  const char *err_path; /* when pc_run() returned an error about a name
+                           (the manifest's), that name, else NULL */
 } pc_totals_t;
 
 typedef struct pc_options {
@@ -223,6 +230,15 @@ typedef struct pc_options {
    * was written with the same formats, levels and ratio, a file whose size
    * and mtime match its record and whose outputs are present with the
    * recorded sizes and the source's mtime is not read again.
+   *
+   * The name may hold nothing, a symlink (replaced as a name, never
+   * written through or read), an empty regular file, or a regular file
+   * that is a precompress manifest (a JSON object with a "precompress"
+   * member); a rewritten one keeps its permission bits. Anything else (a
+   * device, a FIFO, a directory, a source file, other JSON), or a name
+   * ending in .gz, .br or .zst, makes pc_run() return PC_EREFUSE or
+   * PC_EOUTNAME before any work starts. A dry run writes nothing, so it
+   * refuses nothing either.
    */
   const char *manifest;
   int force;        /* ignore the earlier manifest: compress every file */
@@ -262,6 +278,13 @@ typedef struct pc_options {
    * pc_default_memory_limit(); PC_MEMORY_UNLIMITED, no limit.
    */
   uint64_t memory_limit;
+  /* When not NULL, the manifest is handed to this function, in pieces and
+   * in order, instead of being written to a file (`manifest` must then be
+   * NULL; no earlier manifest is read). It returns 0, or a negative code
+   * that ends the manifest: on_error then gets that code with path NULL.
+   * Called on the thread that called pc_run(), after the last file.
+   */
+  int (*manifest_write)(void *data, const void *buf, size_t len);
 } pc_options_t;
 
 /* Fills every field with its default. */
@@ -305,18 +328,40 @@ PC_EXTERN const char *pc_library_versions(void);
 /* Runs the whole job: walk, compress, write, manifest.
  *
  * Returns 0 when the run completed (files may still have failed: see
- * totals->failed and on_file), PC_EINTERRUPTED when a SIGINT or SIGTERM
- * stopped it (totals then hold what was done), or another negative code when
- * nothing could run (invalid options, no loop). totals may be NULL.
+ * totals->failed and on_file), PC_EINTERRUPTED when a signal stopped it
+ * (totals then hold what was done, totals->signo which signal), or another
+ * negative code when nothing could run (invalid options, no loop, a
+ * manifest name it may not replace: PC_EREFUSE, PC_EOUTNAME, or the error
+ * met reading what is there, with totals->err_path set to the name).
+ * totals may be NULL.
+ *
+ * Signals. While it runs (until it returns, the manifest included),
+ * pc_run() catches, with libuv signal handles on its own loop:
+ *  - SIGINT and SIGTERM, always;
+ *  - SIGHUP and SIGPIPE, when their action is the default (so `nohup`,
+ *    or a caller that ignores SIGPIPE or has a handler, keeps its own).
+ * Any of them stops the run cleanly: no new file starts, files being
+ * compressed stop at their next slice and remove their temp files, and
+ * the manifest is written marked "incomplete". A SIGPIPE raised by a
+ * write of the caller's (an on_file that prints to a closed pipe) thus
+ * ends the run instead of the process; the write itself fails with EPIPE.
+ * SIGXFSZ, when at its default action, is ignored, so that a write past
+ * RLIMIT_FSIZE (`ulimit -f`) fails that file with EFBIG instead of killing
+ * the process. Each disposition is restored before pc_run() returns.
  */
 PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
 
 /* Merges the manifests of the shards of one job (same options, same
  * roots, no file in two of them) into `out`, written atomically: the same
- * bytes one run over the whole tree writes. Returns 0, PC_EBADMANIFEST (an
- * input is not a manifest), -EINVAL (inputs of different jobs), -EEXIST (a
- * file in two inputs) or an I/O error. *bad (when not NULL) receives the
- * index of the input at fault, or SIZE_MAX when writing `out` failed.
+ * bytes one run over the whole tree writes. `out` may hold what
+ * pc_options_t.manifest may (checked before any input is read; a
+ * replaced file keeps its permission bits); each input must be a regular
+ * file. Returns 0, PC_EBADMANIFEST (an input is not JSON),
+ * PC_ENOTMANIFEST (an input is JSON but not a manifest), PC_ENOTREG (an
+ * input is not a regular file), -EINVAL (inputs of different jobs),
+ * -EEXIST (a file in two inputs), PC_EREFUSE or PC_EOUTNAME (`out` may not
+ * be replaced) or an I/O error. *bad (when not NULL) receives the index of
+ * the input at fault, or SIZE_MAX when the fault is with `out`.
  */
 PC_EXTERN int pc_merge_manifests(const char *out, const char *const *in,
                                  size_t nin, size_t *bad);

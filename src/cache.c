@@ -98,6 +98,10 @@ void pc__cache_close(pc__cache_t *c) {
   free(c);
 }
 
+const char *pc__cache_root(const pc__cache_t *c) {
+  return c->root;
+}
+
 static int entry_path(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
                       pc_format_t f, int level, pc_gzip_engine_t engine,
                       char *buf, size_t n) {

@@ -25,6 +25,9 @@ typedef struct pc__cache pc__cache_t;
 int pc__cache_open(pc__cache_t **out, const char *dir, int read_only);
 void pc__cache_close(pc__cache_t *c);
 
+/* The directory the entries live in (below dir; owned by c). */
+const char *pc__cache_root(const pc__cache_t *c);
+
 typedef struct pc__cache_hit {
   int fd;          /* positioned at the payload; -1 when not a data hit */
   uint64_t len;    /* payload length */

@@ -173,34 +173,46 @@ int pc__json_hex(pc__buf_t *b, const char *str, size_t n) {
   return 0;
 }
 
-int pc__json_read_file(const char *path, pc__buf_t *b) {
+int pc__json_read_fd(int fd, pc__buf_t *b) {
   struct stat st;
-  int fd, err = 0;
+  int err;
 
-  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+  if (fstat(fd, &st) != 0)
     return PC__ERRNO();
-  /* The size is a hint only: the file may be a pipe, or grow. One byte
-   * more than it, so that the read() seeing the end needs no growing.
+  /* A FIFO or a device would block, or never end: regular files only. */
+  if (!S_ISREG(st.st_mode))
+    return PC_ENOTREG;
+  /* The size is a hint only: the file may grow. One byte more than it, so
+   * that the read() seeing the end needs no growing.
    */
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+  if (st.st_size > 0 &&
       (err = pc__buf_reserve(b, (size_t)st.st_size + 1)) != 0)
-    goto out;
+    return err;
   for (;;) {
     ssize_t n;
     if (b->cap - b->len < 4096 && (err = pc__buf_reserve(b, 65536)) != 0)
-      goto out;
+      return err;
     n = read(fd, b->data + b->len, b->cap - b->len);
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      err = PC__ERRNO();
-      goto out;
+      return PC__ERRNO();
     }
     if (n == 0)
-      break;
+      return 0;
     b->len += (size_t)n;
   }
-out:
+}
+
+int pc__json_read_file(const char *path, pc__buf_t *b) {
+  int fd, err;
+
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer (the fstat
+   * after it refuses one). It changes nothing for a regular file.
+   */
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+    return PC__ERRNO();
+  err = pc__json_read_fd(fd, b);
   close(fd);
   return err;
 }

@@ -28,9 +28,14 @@ int pc__unhexn(const char *h, size_t n, char *out);
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
 size_t pc__utf8_len(const unsigned char *s, size_t n);
 
-/* Reads the whole file at `path` into b (appended). 0, or a negative errno
- * code (from open(), read() or -ENOMEM).
+/* Reads the whole file at `path` into b (appended). It is opened
+ * non-blocking and must be a regular file: anything else (a FIFO, a
+ * device) is PC_ENOTREG, never read. 0, or a negative code (from open(),
+ * read(), PC_ENOTREG or -ENOMEM).
  */
 int pc__json_read_file(const char *path, pc__buf_t *b);
+
+/* The same for a descriptor already open (not closed here). */
+int pc__json_read_fd(int fd, pc__buf_t *b);
 
 #endif /* PC_JSON_H */

@@ -10,8 +10,99 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* 1 if the base name of `path` ends in .gz, .br or .zst, in any case: a
+ * manifest there would be served as a compressed body.
+ */
+static int output_name(const char *path) {
+  const char *base = strrchr(path, '/');
+  size_t n;
+  int f;
+
+  base = base != NULL ? base + 1 : path;
+  n = strlen(base);
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const char *ext = pc_format_ext((pc_format_t)f);
+    size_t el = strlen(ext);
+    if (n > el && base[n - el - 1] == '.' &&
+        strcasecmp(base + n - el, ext) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* What is at `path`: nothing or a symlink (0, *fd -1), a regular file (0,
+ * *fd open on it, *old filled), or anything else (PC_EREFUSE, never
+ * opened: opening a device may act on it).
+ */
+static int look(const char *path, pc__mold_t *old, int *fd) {
+  struct stat st;
+  int err;
+
+  memset(old, 0, sizeof(*old));
+  *fd = -1;
+  if (lstat(path, &st) != 0)
+    return errno == ENOENT ? 0 : PC__ERRNO();
+  if (S_ISLNK(st.st_mode))
+    return 0; /* replaced as a name, never read or written through */
+  if (!S_ISREG(st.st_mode))
+    return PC_EREFUSE;
+  /* Not through a symlink and not blocking: it may have been swapped for
+   * one, or for a FIFO, since the lstat.
+   */
+  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (*fd < 0)
+    return errno == ENOENT || errno == ELOOP ? 0 : PC__ERRNO();
+  err = fstat(*fd, &st) != 0 ? PC__ERRNO()
+        : !S_ISREG(st.st_mode) ? PC_EREFUSE
+                               : 0;
+  if (err != 0) {
+    close(*fd);
+    *fd = -1;
+    return err;
+  }
+  old->regular = 1;
+  old->dev = st.st_dev;
+  old->ino = st.st_ino;
+  old->mode = st.st_mode;
+  old->size = (uint64_t)st.st_size;
+  return 0;
+}
+
+int pc__manifest_ours(size_t len, int ours) {
+  return len == 0 || ours ? 0 : PC_EREFUSE;
+}
+
+/* Whether the regular file open at fd may be replaced, by its bytes. */
+static int judge(int fd) {
+  pc__buf_t b = {0};
+  int err, ours;
+
+  if ((err = pc__json_read_fd(fd, &b)) == 0) {
+    err = pc__prev_parse(NULL, &ours, (const char *)b.data, b.len, 0, NULL,
+                         PC_GZIP_ZLIB, 0, 0, NULL, 0, 1, 0);
+    err = err == -ENOMEM ? err : pc__manifest_ours(b.len, ours);
+  }
+  pc__buf_free(&b);
+  return err;
+}
+
+int pc__manifest_check(const char *path, int writing, pc__mold_t *old,
+                       pc__buf_t *text) {
+  int fd, err;
+
+  memset(old, 0, sizeof(*old));
+  if (writing && output_name(path))
+    return PC_EOUTNAME;
+  if ((err = look(path, old, &fd)) != 0 || fd < 0)
+    return err == PC_EREFUSE && !writing ? PC_ENOTREG : err;
+  err = text != NULL ? pc__json_read_fd(fd, text) : judge(fd);
+  close(fd);
+  return err;
+}
 
 static int cmp_rec(const void *a, const void *b) {
   const pc__rec_t *x = a, *y = b;
@@ -204,7 +295,7 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
  * the rest written as it comes.
  */
 typedef struct sink {
-  const char *path;
+  const pc__mdest_t *to;
   int old;        /* the old manifest, or -1: no match to look for */
   off_t old_size;
   off_t same;     /* bytes so far, all equal to the old file's */
@@ -233,7 +324,7 @@ static int sink_open(sink_t *k) {
   struct stat st;
   off_t at = 0;
   int err;
-  if ((err = pc__out_open(&k->out, AT_FDCWD, k->path)) != 0)
+  if ((err = pc__out_open(&k->out, AT_FDCWD, k->to->path)) != 0)
     return err;
   k->writing = 1;
   while (at < k->same) {
@@ -257,6 +348,8 @@ static int sink_open(sink_t *k) {
 
 static int sink_put(sink_t *k, const void *p, size_t n) {
   int err;
+  if (k->to->path == NULL)
+    return k->to->write(k->to->data, p, n);
   if (!k->writing) {
     if (k->old >= 0 && (off_t)n <= k->old_size - k->same &&
         pc__buf_reserve(&k->cmp, n) == 0 &&
@@ -271,28 +364,45 @@ static int sink_put(sink_t *k, const void *p, size_t n) {
   return pc__out_write(&k->out, p, n);
 }
 
-int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
+int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
   pc__buf_t b = {0};
+  pc__mold_t now;
   sink_t snk;
   struct stat st;
   mode_t mask;
   size_t i;
   int err = 0;
 
+  memset(&now, 0, sizeof(now));
   memset(&snk, 0, sizeof(snk));
-  snk.path = path;
+  snk.to = to;
+  snk.old = -1;
   snk.out = (pc__out_t)PC__OUT_INIT;
-  /* Only a regular file can be left as it is: a symlink there is
-   * replaced, as always.
-   */
-  snk.old = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (snk.old >= 0 && (fstat(snk.old, &st) != 0 || !S_ISREG(st.st_mode))) {
-    close(snk.old);
-    snk.old = -1;
-  }
-  if (snk.old >= 0) {
-    snk.old_size = st.st_size;
-    snk.old_ctime = st.st_ctim;
+  if (to->path != NULL) {
+    const pc__mold_t *was = to->checked;
+    /* Checked again just before writing: the run may have taken minutes.
+     * Only a regular file can be left as it is; a symlink there is
+     * replaced, as always. A regular file other than the one checked
+     * before is judged by its bytes.
+     */
+    if (output_name(to->path)) {
+      err = PC_EOUTNAME;
+      goto out;
+    }
+    if ((err = look(to->path, &now, &snk.old)) != 0)
+      goto out;
+    if (snk.old >= 0 && now.size > 0 &&
+        (was == NULL || !was->regular || was->dev != now.dev ||
+         was->ino != now.ino) &&
+        (err = judge(snk.old)) != 0)
+      goto out;
+    if (snk.old >= 0 && fstat(snk.old, &st) == 0) {
+      snk.old_size = st.st_size;
+      snk.old_ctime = st.st_ctim;
+    } else if (snk.old >= 0) {
+      close(snk.old);
+      snk.old = -1;
+    }
   }
   if (r->nrecs > 1)
     qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
@@ -333,19 +443,21 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const char *path, int sync) {
     goto out;
   }
 
-  /* An ordinary new file: 0666 less the umask, stamped now. */
-  mask = umask(0);
-  umask(mask);
-  memset(&st, 0, sizeof(st));
-  st.st_mode = 0666 & ~mask;
-  st.st_atim.tv_nsec = UTIME_NOW;
-  st.st_mtim.tv_nsec = UTIME_NOW;
-  if ((err = sink_put(&snk, b.data, b.len)) != 0)
+  if ((err = sink_put(&snk, b.data, b.len)) != 0 || to->path == NULL)
     goto out;
   if (!snk.writing && snk.same == snk.old_size)
     goto out; /* the same bytes: the old manifest stands as it is */
+  /* The mode of the file it replaces (a private manifest stays private);
+   * a new one is an ordinary file: 0666 less the umask. Stamped now.
+   */
+  mask = umask(0);
+  umask(mask);
+  memset(&st, 0, sizeof(st));
+  st.st_mode = snk.old >= 0 ? now.mode & 0777 : 0666 & ~mask;
+  st.st_atim.tv_nsec = UTIME_NOW;
+  st.st_mtim.tv_nsec = UTIME_NOW;
   if ((!snk.writing && (err = sink_open(&snk)) != 0) ||
-      (err = pc__out_commit(&snk.out, path, &st, sync)) != 0)
+      (err = pc__out_commit(&snk.out, to->path, &st, to->sync)) != 0)
     goto out;
 out:
   pc__out_discard(&snk.out);
@@ -356,7 +468,7 @@ out:
   return err;
 }
 
-int pc__manifest_write(pc__run_t *r, const char *path) {
+int pc__manifest_write(pc__run_t *r, const pc__mdest_t *to) {
   pc__mdoc_t d;
   char **labels = malloc((r->nroots ? r->nroots : 1) * sizeof(*labels));
   uint32_t k;
@@ -379,7 +491,7 @@ int pc__manifest_write(pc__run_t *r, const char *path) {
   d.recs = r->recs;
   d.nrecs = r->nrecs;
   d.incomplete = r->stopping;
-  err = pc__manifest_write_doc(&d, path, r->cfg.fsync);
+  err = pc__manifest_write_doc(&d, to);
   free(labels);
   return err;
 }

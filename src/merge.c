@@ -33,7 +33,9 @@ static int parse_skip(const char *name, pc_skip_t *out) {
   return -1;
 }
 
-/* One "files" line back into a record. 0 or PC_EBADMANIFEST. */
+/* One "files" line back into a record. 0 or PC_ENOTMANIFEST (JSON, but
+ * not a manifest's line).
+ */
 static int parse_line(json_t *fe, unsigned formats, uint32_t nroots,
                       pc__rec_t *rec) {
   json_t *size = json_object_get(fe, "size");
@@ -46,25 +48,25 @@ static int parse_line(json_t *fe, unsigned formats, uint32_t nroots,
   memset(rec, 0, sizeof(*rec));
   if (!json_is_object(fe) || !json_is_integer(size) ||
       json_integer_value(size) < 0 || (mtime != NULL && !json_is_integer(mtime)))
-    return PC_EBADMANIFEST;
+    return PC_ENOTMANIFEST;
   if (root != NULL) {
     if (!json_is_integer(root) || json_integer_value(root) < 0 ||
         json_integer_value(root) >= nroots || nroots < 2)
-      return PC_EBADMANIFEST;
+      return PC_ENOTMANIFEST;
     rec->root = (uint32_t)json_integer_value(root);
   } else if (nroots > 1) {
-    return PC_EBADMANIFEST;
+    return PC_ENOTMANIFEST;
   }
   rec->size = (uint64_t)json_integer_value(size);
   rec->mtime_ns = mtime != NULL ? (int64_t)json_integer_value(mtime) : 0;
   if (skip != NULL && parse_skip(skip, &rec->skip) != 0)
-    return PC_EBADMANIFEST;
+    return PC_ENOTMANIFEST;
   for (f = 0; f < PC_NFORMATS; f++) {
     json_t *o = json_object_get(fe, pc_format_ext((pc_format_t)f)), *osz;
     if (o == NULL)
       continue;
     if (!(formats & PC_FMT_BIT(f)) || !json_is_object(o))
-      return PC_EBADMANIFEST;
+      return PC_ENOTMANIFEST;
     osz = json_object_get(o, "size");
     if (json_is_integer(osz) && json_integer_value(osz) > 0) {
       rec->out[f].state = PC_OUT_KEPT;
@@ -72,7 +74,7 @@ static int parse_line(json_t *fe, unsigned formats, uint32_t nroots,
     } else if (json_is_string(json_object_get(o, "skipped"))) {
       rec->out[f].state = PC_OUT_RATIO;
     } else {
-      return PC_EBADMANIFEST;
+      return PC_ENOTMANIFEST;
     }
   }
   if (err != NULL) {
@@ -81,7 +83,7 @@ static int parse_line(json_t *fe, unsigned formats, uint32_t nroots,
       return -ENOMEM;
   }
   if ((rec->path = raw_path(fe)) == NULL)
-    return PC_EBADMANIFEST;
+    return PC_ENOTMANIFEST;
   return 0;
 }
 
@@ -98,7 +100,7 @@ static int parse_options(json_t *opt, pc__mdoc_t *d) {
   int f;
 
   if (!json_is_array(fl))
-    return PC_EBADMANIFEST;
+    return PC_ENOTMANIFEST;
   d->formats = 0;
   json_array_foreach(fl, i, v) {
     const char *s = json_string_value(v);
@@ -111,7 +113,7 @@ static int parse_options(json_t *opt, pc__mdoc_t *d) {
       continue;
     v = json_object_get(opt, level_key[f]);
     if (!json_is_integer(v))
-      return PC_EBADMANIFEST;
+      return PC_ENOTMANIFEST;
     d->level[f] = (int)json_integer_value(v);
   }
   d->gzip_engine = PC_GZIP_ZLIB;
@@ -122,15 +124,15 @@ static int parse_options(json_t *opt, pc__mdoc_t *d) {
       if (strcmp(e, pc_gzip_engine_name((pc_gzip_engine_t)k)) == 0)
         d->gzip_engine = (pc_gzip_engine_t)k;
     if (d->gzip_engine == PC_GZIP_ZLIB)
-      return PC_EBADMANIFEST;
+      return PC_ENOTMANIFEST;
   }
   v = json_object_get(opt, "max_ratio");
   if (!json_is_number(v) || !json_is_integer(json_object_get(opt, "min_size")))
-    return PC_EBADMANIFEST;
+    return PC_ENOTMANIFEST;
   d->min_size = (uint64_t)json_integer_value(json_object_get(opt, "min_size"));
   ratio = json_number_value(v);
   if (!(ratio > 0 && ratio <= 1))
-    return PC_EBADMANIFEST;
+    return PC_ENOTMANIFEST;
   for (den = 1; den <= 1000000000u; den *= 10) {
     double num = floor(ratio * (double)den + 0.5);
     if (num / (double)den == ratio) {
@@ -139,7 +141,7 @@ static int parse_options(json_t *opt, pc__mdoc_t *d) {
       return 0;
     }
   }
-  return PC_EBADMANIFEST;
+  return PC_ENOTMANIFEST;
 }
 
 static int cmp_rec(const void *a, const void *b) {
@@ -154,6 +156,8 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
   json_t **docs = calloc(nin ? nin : 1, sizeof(*docs));
   pc__buf_t text = {0};
   char **labels = NULL;
+  pc__mold_t old;
+  pc__mdest_t to;
   pc__mdoc_t d;
   size_t i, k, total = 0, at = 0;
   int err = 0;
@@ -167,6 +171,12 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
     err = -EINVAL;
     goto out;
   }
+  /* What OUT may replace, before anything is read (precompress.h). */
+  if ((err = pc__manifest_check(out, 1, &old, NULL)) != 0) {
+    if (bad != NULL)
+      *bad = SIZE_MAX;
+    goto out;
+  }
   for (i = 0; i < nin; i++) {
     json_error_t jerr;
     json_t *files, *roots;
@@ -176,8 +186,8 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
     text.len = 0;
     if ((err = pc__json_read_file(in[i], &text)) != 0)
       goto out;
-    if ((docs[i] = json_loadb((const char *)text.data, text.len, 0, &jerr)) ==
-        NULL) {
+    if ((docs[i] = json_loadb((const char *)text.data, text.len,
+                              JSON_DECODE_ANY, &jerr)) == NULL) {
       err = PC_EBADMANIFEST;
       goto out;
     }
@@ -186,7 +196,7 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
     if (json_integer_value(json_object_get(docs[i], "precompress")) != 1 ||
         !json_is_array(files) || (roots != NULL && !json_is_array(roots)) ||
         !json_is_object(json_object_get(docs[i], "options"))) {
-      err = PC_EBADMANIFEST;
+      err = PC_ENOTMANIFEST;
       goto out;
     }
     /* Shards of one job: the same options and roots, to the byte. */
@@ -216,7 +226,7 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
       for (k = 0; k < d.nroots; k++) {
         const char *l = json_string_value(json_array_get(roots, k));
         if (l == NULL || (labels[k] = pc__strdup(l)) == NULL) {
-          err = l == NULL ? PC_EBADMANIFEST : -ENOMEM;
+          err = l == NULL ? PC_ENOTMANIFEST : -ENOMEM;
           goto out;
         }
       }
@@ -254,7 +264,10 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
   }
   if (bad != NULL)
     *bad = SIZE_MAX;
-  err = pc__manifest_write_doc(&d, out, 0);
+  memset(&to, 0, sizeof(to));
+  to.path = out;
+  to.checked = &old;
+  err = pc__manifest_write_doc(&d, &to);
 
 out:
   for (k = 0; k < at; k++) {

@@ -107,6 +107,8 @@ int pc_options_check(const pc_options_t *o, const char **what) {
   else if (o->shard_count > 0 &&
            (o->shard_index < 1 || o->shard_index > o->shard_count))
     bad = "shard must be K/N with 1 <= K <= N";
+  else if (o->manifest != NULL && o->manifest_write != NULL)
+    bad = "a manifest file and a manifest function cannot both be given";
   if (bad == NULL && !pc_gzip_engine_available(o->gzip_engine))
     bad = "this build lacks that gzip engine";
   for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {

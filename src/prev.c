@@ -24,8 +24,9 @@
  *
  * What is kept is what a jansson document of the whole file gave
  * (fuzz_manifest checks the two against each other): any text jansson
- * refuses is PC_EBADMANIFEST, a key given twice in one object counts by
- * its last value, a file given twice by its first usable line. Two
+ * refuses is PC_EBADMANIFEST, JSON of another shape PC_ENOTMANIFEST, a key
+ * given twice in one object counts by its last value, a file given twice
+ * by its first usable line. Two
  * differences, both at the edges of JSON:
  *  - a NUL byte anywhere is PC_EBADMANIFEST. RFC 8259 allows none, and
  *    jansson lets one through after a number or a word without counting
@@ -304,6 +305,8 @@ typedef struct load {
   uint32_t nlabels;
   unsigned threads; /* that may parse "files" at once */
   size_t min_part;  /* bytes of "files" per thread, at least */
+  int check_only;   /* build no table: only say what the text is */
+  int json_ok;      /* the whole text was found to be JSON */
 
   /* The last value of each of these top-level members so far (a key given
    * twice counts by its last value, as in a jansson object), and where it
@@ -585,7 +588,13 @@ static int read_doc(load_t *ld) {
   int err = 0, c;
 
   if (byte_at(ld, i) != '{') {
-    err = PC_EBADMANIFEST;
+    /* Not an object: no manifest, but is it JSON at all? Such a text is
+     * never a manifest's, so it is parsed whole, once.
+     */
+    json_error_t jerr;
+    json_t *any = json_loadb(ld->text, ld->len, JSON_DECODE_ANY, &jerr);
+    err = any != NULL ? PC_ENOTMANIFEST : PC_EBADMANIFEST;
+    json_decref(any);
     goto out;
   }
   i = skip_ws(ld, i + 1);
@@ -610,9 +619,11 @@ static int read_doc(load_t *ld) {
       at = i = skip_ws(ld, i + 1);
       if (strcmp(k, "files") == 0 && byte_at(ld, i) == '[') {
         if ((err = read_files(ld, &i,
-                              same_options(ld->opt, ld->formats, ld->level,
-                                           ld->engine, ld->ratio_num,
-                                           ld->ratio_den))) != 0)
+                              !ld->check_only &&
+                                  same_options(ld->opt, ld->formats,
+                                               ld->level, ld->engine,
+                                               ld->ratio_num,
+                                               ld->ratio_den))) != 0)
           goto out;
         ld->files_at = at;
         ld->files_arr = 1;
@@ -650,12 +661,18 @@ static int read_doc(load_t *ld) {
       i = skip_ws(ld, i);
     }
   }
-  if (skip_ws(ld, i) != ld->len ||
-      json_integer_value(ld->version) != 1 || !ld->files_arr) {
+  if (skip_ws(ld, i) != ld->len) {
     err = PC_EBADMANIFEST;
     goto out;
   }
-  if (!same_options(ld->opt, ld->formats, ld->level, ld->engine,
+  /* JSON, all of it: from here on, whether it is a manifest. */
+  ld->json_ok = 1;
+  if (json_integer_value(ld->version) != 1 || !ld->files_arr) {
+    err = PC_ENOTMANIFEST;
+    goto out;
+  }
+  if (ld->check_only ||
+      !same_options(ld->opt, ld->formats, ld->level, ld->engine,
                     ld->ratio_num, ld->ratio_den)) {
     pc__prev_free(ld->p); /* *out NULL: says nothing about this run */
     ld->p = NULL;
@@ -673,24 +690,21 @@ out:
   return err;
 }
 
-int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
-                  const int *level, pc_gzip_engine_t engine,
-                  uint64_t ratio_num, uint64_t ratio_den,
-                  char *const *labels, uint32_t nlabels, unsigned threads,
-                  size_t min_part) {
-  pc__buf_t text = {0};
+int pc__prev_parse(pc__prev_t **out, int *ours, const char *text,
+                   size_t len, unsigned formats, const int *level,
+                   pc_gzip_engine_t engine, uint64_t ratio_num,
+                   uint64_t ratio_den, char *const *labels, uint32_t nlabels,
+                   unsigned threads, size_t min_part) {
   load_t ld;
   int err;
 
-  *out = NULL;
+  if (out != NULL)
+    *out = NULL;
+  if (ours != NULL)
+    *ours = 0;
   memset(&ld, 0, sizeof(ld));
-  if ((err = pc__json_read_file(path, &text)) != 0) {
-    if (err == -ENOENT)
-      err = 0; /* no manifest yet */
-    goto out;
-  }
-  ld.text = text.data != NULL ? (const char *)text.data : "";
-  ld.len = text.len;
+  ld.text = text != NULL ? text : "";
+  ld.len = len;
   /* See the top: no NUL byte, so that jansson's positions are exact. */
   if (memchr(ld.text, '\0', ld.len) != NULL) {
     err = PC_EBADMANIFEST;
@@ -705,11 +719,18 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
   ld.nlabels = nlabels;
   ld.threads = threads;
   ld.min_part = min_part;
+  ld.check_only = out == NULL;
   ld.opt_at = ld.roots_at = ld.files_at = ld.built_files = NONE;
-  if ((err = read_doc(&ld)) != 0)
+  err = read_doc(&ld);
+  /* Ours: a manifest of any version, even one this build cannot use. */
+  if (ours != NULL)
+    *ours = ld.json_ok && ld.version != NULL;
+  if (err != 0)
     goto out;
-  *out = ld.p;
-  ld.p = NULL;
+  if (out != NULL) {
+    *out = ld.p;
+    ld.p = NULL;
+  }
 out:
   pc__prev_free(ld.p);
   free(ld.map);
@@ -717,6 +738,27 @@ out:
   json_decref(ld.opt);
   json_decref(ld.roots);
   pc__buf_free(&ld.raw);
+  return err;
+}
+
+int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
+                  const int *level, pc_gzip_engine_t engine,
+                  uint64_t ratio_num, uint64_t ratio_den,
+                  char *const *labels, uint32_t nlabels, unsigned threads,
+                  size_t min_part) {
+  pc__buf_t text = {0};
+  int err;
+
+  *out = NULL;
+  if ((err = pc__json_read_file(path, &text)) != 0) {
+    if (err == -ENOENT)
+      err = 0; /* no manifest yet */
+    goto out;
+  }
+  err = pc__prev_parse(out, NULL, (const char *)text.data, text.len, formats,
+                       level, engine, ratio_num, ratio_den, labels, nlabels,
+                       threads, min_part);
+out:
   pc__buf_free(&text);
   return err;
 }

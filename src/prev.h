@@ -14,20 +14,35 @@ typedef struct pc__prev_rec {
   pc_output_t out[PC_NFORMATS]; /* state KEPT (with size) or RATIO */
 } pc__prev_rec_t;
 
-/* Reads the manifest at `path`. *out is NULL (and 0 returned) when there is
- * none, or when it was written with other formats, levels or ratio: its
- * records then say nothing about what this run would write. Records of
- * roots other than `labels` are ignored. A manifest that cannot be parsed is
- * an error (PC_EBADMANIFEST), never silently trusted in part; one that
- * cannot be opened or read, the negative errno. Up to `threads` threads
- * parse the "files" list, each at least `min_part` bytes of it
- * (PC__PREV_MIN_PART; tests pass less).
+/* Reads the manifest at `path` (pc__json_read_file(): a regular file, or
+ * PC_ENOTREG) and parses it with pc__prev_parse(). No file there is no
+ * manifest: *out NULL and 0.
  */
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
                   const int *level, pc_gzip_engine_t engine,
                   uint64_t ratio_num, uint64_t ratio_den,
                   char *const *labels, uint32_t nlabels, unsigned threads,
                   size_t min_part);
+
+/* Parses text[0..len), an earlier manifest. *out is NULL (and 0 returned)
+ * when it was written with other formats, levels or ratio: its records
+ * then say nothing about what this run would write. Records of roots
+ * other than `labels` are ignored. Text that is not JSON is
+ * PC_EBADMANIFEST, JSON that is not a manifest (not an object, no
+ * "precompress": 1, no "files" list) PC_ENOTMANIFEST: never silently
+ * trusted in part. Up to `threads` threads parse the "files" list, each at
+ * least `min_part` bytes of it (PC__PREV_MIN_PART; tests pass less).
+ *
+ * With out NULL, no table is made: the text is only checked. *ours (when
+ * not NULL) receives 1 when the whole text is JSON and an object with a
+ * "precompress" member, a manifest of any version (what a manifest name
+ * may be replaced over), else 0.
+ */
+int pc__prev_parse(pc__prev_t **out, int *ours, const char *text,
+                   size_t len, unsigned formats, const int *level,
+                   pc_gzip_engine_t engine, uint64_t ratio_num,
+                   uint64_t ratio_den, char *const *labels, uint32_t nlabels,
+                   unsigned threads, size_t min_part);
 
 /* About 10,000 lines: a thread costs far less than parsing them. */
 #define PC__PREV_MIN_PART ((size_t)1 << 20)

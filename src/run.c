@@ -111,7 +111,8 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     r->opts->on_file(r->opts->data, &file);
   }
 
-  if (r->opts->manifest == NULL || r->cfg.dry_run) {
+  if ((r->opts->manifest == NULL && r->opts->manifest_write == NULL) ||
+      r->cfg.dry_run) {
     if (!rec->borrowed)
       free(rec->path);
     return;
@@ -368,13 +369,16 @@ static void schedule(pc__run_t *r) {
   }
 }
 
+/* The work is over: the loop stops. The signal handles stay open (and
+ * catching) until pc_run() returns: the manifest is written under them.
+ */
 static void close_handles(pc__run_t *r) {
-  uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer,
-                       (uv_handle_t *)&r->sigint, (uv_handle_t *)&r->sigterm};
+  uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer};
   size_t k;
   for (k = 0; k < PC__ARRAY_SIZE(hs); k++)
     if (!uv_is_closing(hs[k]))
       uv_close(hs[k], NULL);
+  uv_stop(&r->loop);
 }
 
 /* Ends the loop once nothing is pending, running or left to walk. */
@@ -479,6 +483,73 @@ out:
   return err;
 }
 
+static const int stop_signo[PC__NSIGS] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
+/* 1 if sa is the default action (not ignored, no handler of the caller's). */
+static int is_default(const struct sigaction *sa) {
+  return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_DFL;
+}
+
+/* Catches the signals a run stops on, each with a libuv handle, and
+ * ignores SIGXFSZ (precompress.h says which, and when). What each did
+ * before is kept for release_signals().
+ */
+static void catch_signals(pc__run_t *r) {
+  struct sigaction ign;
+  size_t k;
+
+  for (k = 0; k < PC__NSIGS; k++) {
+    int s = stop_signo[k];
+    if (sigaction(s, NULL, &r->old_sig[k]) != 0)
+      continue;
+    /* `nohup`'s SIG_IGN, or a caller's own handler, stands. */
+    if ((s == SIGHUP || s == SIGPIPE) && !is_default(&r->old_sig[k]))
+      continue;
+    if (uv_signal_init(&r->loop, &r->sigs[k]) != 0)
+      continue;
+    r->sig_on[k] = 1;
+    r->sigs[k].data = r;
+    uv_signal_start(&r->sigs[k], on_signal, s);
+  }
+  /* A write past RLIMIT_FSIZE then fails with EFBIG (that file fails)
+   * instead of the signal killing the process, temp files left behind.
+   */
+  memset(&ign, 0, sizeof(ign));
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  if (sigaction(SIGXFSZ, NULL, &r->old_xfsz) == 0 &&
+      is_default(&r->old_xfsz) && sigaction(SIGXFSZ, &ign, NULL) == 0)
+    r->xfsz_ignored = 1;
+}
+
+/* Closes every handle still open (the loop runs until they are), then
+ * puts back what each signal did before the run. libuv leaves a signal
+ * at its default action when its last handle closes; the caller may have
+ * had another.
+ */
+static void release_signals(pc__run_t *r) {
+  uv_handle_t *hs[2 + PC__NSIGS];
+  size_t k, n = 0;
+
+  hs[n++] = (uv_handle_t *)&r->idle;
+  hs[n++] = (uv_handle_t *)&r->timer;
+  for (k = 0; k < PC__NSIGS; k++)
+    if (r->sig_on[k])
+      hs[n++] = (uv_handle_t *)&r->sigs[k];
+  for (k = 0; k < n; k++)
+    if (!uv_is_closing(hs[k]))
+      uv_close(hs[k], NULL);
+  uv_run(&r->loop, UV_RUN_DEFAULT);
+  for (k = 0; k < PC__NSIGS; k++) {
+    if (r->sig_on[k])
+      sigaction(stop_signo[k], &r->old_sig[k], NULL);
+    r->sig_on[k] = 0;
+  }
+  if (r->xfsz_ignored)
+    sigaction(SIGXFSZ, &r->old_xfsz, NULL);
+  r->xfsz_ignored = 0;
+}
+
 /* Splits the PATHs into roots: a directory is its own root; a file's root
  * is its directory. Roots in one directory (a shell glob over it) share one
  * descriptor: a run over thousands of file PATHs must not hold one each
@@ -550,6 +621,124 @@ static int make_roots(pc__run_t *r) {
   return 0;
 }
 
+/* The manifest's name, before any work starts (precompress.h): what is
+ * there must be something a manifest may replace, unless nothing will be
+ * written (a dry run); an earlier manifest's records are read from it. 0,
+ * or the code that keeps the run from starting.
+ */
+static int open_manifest(pc__run_t *r) {
+  const pc_options_t *o = r->opts;
+  const char *path = o->manifest, *slash;
+  int writing = !o->dry_run, err, ours = 0;
+  pc__buf_t text = {0};
+  char **labels = NULL;
+  struct stat st;
+  uint32_t k;
+
+  if (path == NULL)
+    return 0;
+  slash = strrchr(path, '/');
+  r->man_base = slash != NULL ? slash + 1 : path;
+  r->man_base_len = strlen(r->man_base);
+  {
+    /* Its directory, to know the name by wherever the walk meets it. */
+    char *dir = slash == NULL   ? pc__strdup(".")
+                : slash == path ? pc__strdup("/")
+                                : malloc((size_t)(slash - path) + 1);
+    if (dir == NULL)
+      return -ENOMEM;
+    if (slash != NULL && slash != path) {
+      memcpy(dir, path, (size_t)(slash - path));
+      dir[slash - path] = '\0';
+    }
+    if (stat(dir, &st) == 0) {
+      r->man_dir_dev = st.st_dev;
+      r->man_dir_ino = st.st_ino;
+    } else {
+      r->man_base = NULL; /* no such directory: nothing there to walk */
+    }
+    free(dir);
+  }
+
+  err = pc__manifest_check(path, writing, &r->man_old, &text);
+  if (err != 0) {
+    if (!writing) {
+      /* Nothing will replace it: say why it is not read, and go on. */
+      pc__run_error(r, path, err);
+      err = 0;
+    }
+    goto out;
+  }
+  if (r->man_old.regular) {
+    r->man_known = r->cfg.man_known = 1;
+    r->man_dev = r->cfg.man_dev = r->man_old.dev;
+    r->man_ino = r->cfg.man_ino = r->man_old.ino;
+  }
+  /* Nothing, a symlink or an empty file: no earlier manifest. */
+  if (text.len == 0 || (o->force && !writing))
+    goto out;
+  if ((labels = malloc(r->nroots * sizeof(*labels))) == NULL) {
+    err = -ENOMEM;
+    goto out;
+  }
+  for (k = 0; k < r->nroots; k++)
+    labels[k] = r->roots[k].label;
+  /* With --force it is only judged: its records are not wanted. */
+  err = pc__prev_parse(o->force ? NULL : &r->prev, &ours,
+                       (const char *)text.data, text.len, o->formats,
+                       o->level, o->gzip_engine, o->ratio_num, o->ratio_den,
+                       labels, r->nroots, r->jobs, PC__PREV_MIN_PART);
+  if (err == -ENOMEM)
+    goto out;
+  if (writing && pc__manifest_ours(text.len, ours) != 0) {
+    err = PC_EREFUSE;
+    goto out;
+  }
+  if (err != 0 && !o->force) {
+    /* A manifest, but not one this run can use: say so, compress
+     * everything, and replace it.
+     */
+    pc__run_error(r, path, err);
+  }
+  err = 0;
+out:
+  free(labels);
+  pc__buf_free(&text);
+  return err;
+}
+
+/* Opens the cache, and keeps it out of the walk: its entries are not
+ * sources, even when it lies inside a PATH (its entries' directory, even
+ * when it is a PATH itself).
+ */
+static void open_cache(pc__run_t *r) {
+  const char *dirs[2];
+  pc__cache_t *c;
+  struct stat st;
+  size_t k;
+  int err;
+
+  if ((err = pc__cache_open(&c, r->opts->cache_dir, r->opts->dry_run)) !=
+      0) {
+    /* A cache that cannot be made is no reason not to compress; one a dry
+     * run finds missing is an empty one.
+     */
+    if (!(r->opts->dry_run && err == -ENOENT))
+      pc__run_error(r, r->opts->cache_dir, err);
+    c = NULL;
+  }
+  r->cfg.cache = c;
+  dirs[0] = r->opts->cache_dir;
+  dirs[1] = c != NULL ? pc__cache_root(c) : NULL;
+  for (k = 0; k < PC__ARRAY_SIZE(dirs); k++) {
+    if (dirs[k] != NULL && stat(dirs[k], &st) == 0 && S_ISDIR(st.st_mode)) {
+      r->skip_dirs[r->nskip_dirs].dev = st.st_dev;
+      r->skip_dirs[r->nskip_dirs].ino = st.st_ino;
+      r->nskip_dirs++;
+    }
+  }
+}
+
 static void free_run(pc__run_t *r) {
   uint32_t k;
   size_t i;
@@ -617,7 +806,6 @@ static void size_pool(unsigned jobs) {
 
 int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   pc__run_t *r;
-  struct stat st;
   size_t k;
   int err, f, loop_open = 0;
 
@@ -647,19 +835,6 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   atomic_init(&r->cfg.stop, 0);
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
     goto out;
-  if (opts->cache_dir != NULL) {
-    pc__cache_t *c;
-    if ((err = pc__cache_open(&c, opts->cache_dir, opts->dry_run)) != 0) {
-      /* A cache that cannot be made is no reason not to compress; one a
-       * dry run finds missing is an empty one.
-       */
-      if (!(opts->dry_run && err == -ENOENT))
-        pc__run_error(r, opts->cache_dir, err);
-      err = 0;
-    } else {
-      r->cfg.cache = c;
-    }
-  }
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
   {
     /* A job holds at most FDS_PER_JOB descriptors at once (its source,
@@ -740,47 +915,23 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   }
   for (k = 0; k < r->nskip_ext; k++)
     r->skip_len[k] = strlen(r->skip_ext[k]);
-  if (opts->manifest != NULL && stat(opts->manifest, &st) == 0) {
-    r->man_known = 1;
-    r->man_dev = st.st_dev;
-    r->man_ino = st.st_ino;
-    r->cfg.man_known = 1;
-    r->cfg.man_dev = st.st_dev;
-    r->cfg.man_ino = st.st_ino;
-  }
   if ((err = make_roots(r)) != 0)
     goto out;
-  if (opts->manifest != NULL && !opts->force) {
-    char **labels = malloc(r->nroots * sizeof(*labels));
-    uint32_t k2;
-    if (labels == NULL) {
-      err = -ENOMEM;
-      goto out;
-    }
-    for (k2 = 0; k2 < r->nroots; k2++)
-      labels[k2] = r->roots[k2].label;
-    err = pc__prev_load(&r->prev, opts->manifest, opts->formats, opts->level,
-                        opts->gzip_engine, opts->ratio_num, opts->ratio_den,
-                        labels, r->nroots, r->jobs, PC__PREV_MIN_PART);
-    free(labels);
-    if (err != 0) {
-      /* Unreadable or not a manifest: say so, and compress everything. */
-      pc__run_error(r, opts->manifest, err);
-      err = 0;
-    }
+  if ((err = open_manifest(r)) != 0) {
+    if (totals != NULL)
+      totals->err_path = opts->manifest;
+    goto out;
   }
+  if (opts->cache_dir != NULL)
+    open_cache(r);
 
   size_pool(r->jobs);
   if ((err = uv_loop_init(&r->loop)) != 0)
     goto out;
-  loop_open = 1;
   uv_idle_init(&r->loop, &r->idle);
   uv_timer_init(&r->loop, &r->timer);
-  uv_signal_init(&r->loop, &r->sigint);
-  uv_signal_init(&r->loop, &r->sigterm);
-  r->sigint.data = r->sigterm.data = r;
-  uv_signal_start(&r->sigint, on_signal, SIGINT);
-  uv_signal_start(&r->sigterm, on_signal, SIGTERM);
+  catch_signals(r);
+  loop_open = 1;
   if (opts->on_progress != NULL)
     uv_timer_start(&r->timer, on_timer, PROGRESS_MS, PROGRESS_MS);
 
@@ -802,18 +953,32 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   }
   r->progress.walk_done = 1;
   progress(r);
-  if ((err == 0 || err == PC_EINTERRUPTED) && opts->manifest != NULL &&
+  if ((err == 0 || err == PC_EINTERRUPTED) &&
+      (opts->manifest != NULL || opts->manifest_write != NULL) &&
       !opts->dry_run) {
-    int merr = pc__manifest_write(r, opts->manifest);
-    if (merr != 0)
+    pc__mdest_t to;
+    int merr;
+    memset(&to, 0, sizeof(to));
+    to.path = opts->manifest;
+    to.write = opts->manifest_write;
+    to.data = opts->data;
+    to.checked = &r->man_old;
+    to.sync = r->cfg.fsync;
+    if ((merr = pc__manifest_write(r, &to)) != 0)
       pc__run_error(r, opts->manifest, merr);
+    /* A signal that came while it was written (a SIGPIPE from a manifest
+     * sent to a closed pipe) counts like any other: its callback runs now.
+     */
+    uv_run(&r->loop, UV_RUN_NOWAIT);
+    if (err == 0 && r->stopping)
+      err = PC_EINTERRUPTED;
   }
   /* Only a run that stored entries can have grown the cache past its
    * limit (each run sharing it trims after its own): listing a cache of
    * 100,000 entries is most of a second run's time.
    */
   if (r->cfg.cache != NULL && opts->cache_max_size > 0 && !opts->dry_run &&
-      r->cache_puts > 0) {
+      r->cache_puts > 0 && !r->stopping) {
     int terr = pc__cache_trim(r->cfg.cache, opts->cache_max_size);
     if (terr != 0)
       pc__run_error(r, opts->cache_dir, terr);
@@ -825,8 +990,10 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     *totals = r->totals;
 
 out:
-  if (loop_open)
+  if (loop_open) {
+    release_signals(r);
     uv_loop_close(&r->loop);
+  }
   free_run(r);
   free(r);
   return err;

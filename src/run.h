@@ -8,8 +8,12 @@
 #include "prev.h"
 #include "schedule.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <uv.h>
+
+/* The signals a run stops on: SIGINT, SIGTERM, SIGHUP, SIGPIPE (run.c). */
+#define PC__NSIGS 4
 
 typedef struct pc__root {
   char *dir;        /* directory to open; "" means the current one */
@@ -40,6 +44,15 @@ typedef struct pc__dir {
   uint32_t root;
   char *rel; /* owned; "" for the root itself */
 } pc__dir_t;
+
+/* What is at a manifest's name before one is written there. */
+typedef struct pc__mold {
+  int regular;  /* a regular file: the fields below are its */
+  dev_t dev;
+  ino_t ino;
+  mode_t mode;
+  uint64_t size;
+} pc__mold_t;
 
 typedef struct pc__devino {
   dev_t dev;
@@ -89,6 +102,20 @@ typedef struct pc__run {
   int man_known; /* the manifest exists: never an input */
   dev_t man_dev;
   ino_t man_ino;
+  /* The manifest's directory and base name: a file of that name there, or
+   * a temp of it, is never an input either, even one that appeared after
+   * the run started (walk.c). man_base NULL: no manifest file.
+   */
+  const char *man_base;
+  size_t man_base_len;
+  dev_t man_dir_dev;
+  ino_t man_dir_ino;
+  pc__mold_t man_old; /* what was at the manifest's name at the start */
+  /* Directories never entered: the cache's (--cache-dir and the one its
+   * entries live in), should they be inside a PATH.
+   */
+  pc__devino_t skip_dirs[2];
+  size_t nskip_dirs;
   int walk_done;
 
   /* Schedule: units by size, largest first, within `jobs` and the memory
@@ -110,7 +137,14 @@ typedef struct pc__run {
   uint64_t cache_puts; /* entries stored: the cache grew, trim it */
   pc_progress_t progress;
   uv_timer_t timer;
-  uv_signal_t sigint, sigterm;
+  /* The signals caught while the run lasts (pc_run() in precompress.h),
+   * each with what it did before: put back when the run returns.
+   */
+  uv_signal_t sigs[PC__NSIGS];
+  int sig_on[PC__NSIGS];
+  struct sigaction old_sig[PC__NSIGS];
+  int xfsz_ignored;
+  struct sigaction old_xfsz;
   int stopping;
   int fatal; /* a negative code that ends the run (ENOMEM) */
 } pc__run_t;
@@ -153,7 +187,44 @@ typedef struct pc__mdoc {
   int incomplete;
 } pc__mdoc_t;
 
-int pc__manifest_write_doc(pc__mdoc_t *d, const char *path, int sync);
-int pc__manifest_write(pc__run_t *r, const char *path);
+/* Where pc__manifest_write_doc() writes: a file at `path` (temp + rename,
+ * left alone when it holds the same bytes already), or, with path NULL,
+ * the caller's `write`.
+ */
+typedef struct pc__mdest {
+  const char *path;
+  int (*write)(void *data, const void *buf, size_t len);
+  void *data;
+  /* What pc__manifest_check() found at path, or NULL: checked again just
+   * before writing, and should a regular file there have been replaced
+   * since, looked at anew.
+   */
+  const pc__mold_t *checked;
+  int sync; /* fsync the file and its directory */
+} pc__mdest_t;
+
+/* 0 when a manifest may be written at `path` (DESIGN 2.4, precompress.h):
+ * PC_EOUTNAME for a name ending in .gz, .br or .zst (any case); 0 for
+ * nothing there or a symlink (replaced as a name, never read); for a
+ * regular file, 0 when it is empty or a precompress manifest of any
+ * version; PC_EREFUSE for anything else, or the error met looking. *old
+ * receives what is there. When `text` is not NULL, a regular file's bytes
+ * are appended to it and its content is not judged here: the caller does,
+ * with pc__manifest_ours(), when it parses them anyway.
+ *
+ * With `writing` 0 (a dry run: nothing will be replaced), the name is not
+ * judged, and what is neither nothing, a symlink nor a regular file is
+ * PC_ENOTREG: the earlier manifest is read from regular files only.
+ */
+int pc__manifest_check(const char *path, int writing, pc__mold_t *old,
+                       pc__buf_t *text);
+
+/* 0 when a manifest may replace a regular file of these bytes: it is
+ * empty, or `ours` (pc__prev_parse()). Else PC_EREFUSE.
+ */
+int pc__manifest_ours(size_t len, int ours);
+
+int pc__manifest_write_doc(pc__mdoc_t *d, const pc__mdest_t *to);
+int pc__manifest_write(pc__run_t *r, const pc__mdest_t *to);
 
 #endif /* PC_RUN_H */

@@ -286,6 +286,48 @@ static int hand_on_unstatted(pc__run_t *r, uint32_t root, const char *name,
   return 1;
 }
 
+/* 1 if the directory `st` is one the walk never enters (the cache's). */
+static int skip_dir(const pc__run_t *r, const struct stat *st) {
+  size_t k;
+  for (k = 0; k < r->nskip_dirs; k++)
+    if (r->skip_dirs[k].dev == st->st_dev && r->skip_dirs[k].ino == st->st_ino)
+      return 1;
+  return 0;
+}
+
+/* 1 if `name`, in directory dfd, is the manifest's own name, or a temp
+ * of it (".NAME.XXXXXX.tmp") that a run killed while writing it left:
+ * never an input. The (dev, ino) check in visit() knows only the file
+ * that was there when the run started; this knows one created or replaced
+ * since, by another run, too. Such a temp is removed (unless in a dry
+ * run), as an output's is.
+ */
+static int manifest_name(const pc__run_t *r, int dfd, const char *name,
+                         size_t len) {
+  size_t bl = r->man_base_len, sl = sizeof(PC__TMP_SUFFIX) - 1, i;
+  struct stat st;
+  int temp = 0;
+
+  if (len == 1 + bl + 1 + PC__TMP_RAND + sl && name[0] == '.' &&
+      memcmp(name + 1, r->man_base, bl) == 0 && name[1 + bl] == '.' &&
+      memcmp(name + len - sl, PC__TMP_SUFFIX, sl) == 0) {
+    temp = 1;
+    for (i = 2 + bl; i < 2 + bl + PC__TMP_RAND; i++)
+      if (!isalnum((unsigned char)name[i]))
+        temp = 0;
+  }
+  if (!temp && (len != bl || memcmp(name, r->man_base, bl) != 0))
+    return 0;
+  /* The same name elsewhere is any other file. */
+  if ((dfd == AT_FDCWD ? stat(".", &st) : fstat(dfd, &st)) != 0 ||
+      st.st_dev != r->man_dir_dev || st.st_ino != r->man_dir_ino)
+    return 0;
+  if (temp && !r->cfg.dry_run &&
+      fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+    unlinkat(dfd, name, 0);
+  return 1;
+}
+
 /* Looks at one entry of directory `dfd` (full name `dfull`, relative name
  * `drel`) and hands it on: a directory to the stack, a file to a job or a
  * skip record. `names` (sorted, may be NULL) is the directory's listing.
@@ -304,6 +346,8 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
    * compressed before, that is half the entries, each a stat saved.
    */
   if (dtype == DT_REG && is_own_output(name, len, ls))
+    return;
+  if (r->man_base != NULL && manifest_name(r, dfd, name, len))
     return;
   full = pc__path_join(dfull, name);
   rel = pc__path_join(drel, name);
@@ -339,7 +383,7 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
       goto out;
     }
     if (S_ISDIR(t.st_mode)) {
-      if (r->opts->follow) {
+      if (r->opts->follow && !skip_dir(r, &t)) {
         if (push_dir(r, root, rel) != 0)
           r->fatal = -ENOMEM;
         rel = NULL;
@@ -350,9 +394,11 @@ static void visit(pc__run_t *r, uint32_t root, int dfd, const char *dfull,
     via_link = 1;
   }
   if (S_ISDIR(st.st_mode)) {
-    if (push_dir(r, root, rel) != 0)
-      r->fatal = -ENOMEM;
-    rel = NULL;
+    if (!skip_dir(r, &st)) {
+      if (push_dir(r, root, rel) != 0)
+        r->fatal = -ENOMEM;
+      rel = NULL;
+    }
     goto out;
   }
   if (!in_shard(r, rel, strlen(rel)))

@@ -549,7 +549,10 @@ class Options(Base):
         self.assertEqual(read(man), raw1)
         self.assertOracleOutputs(root, [rel for rel, k in k1.items() if k == "compressed"])
 
-    def test_corrupt_manifest_exits_1_and_compresses_everything(self):
+    def test_corrupt_manifest_is_refused_and_an_empty_one_is_none(self):
+        # What is not a manifest may not be replaced: the run is refused before any work (exit 2),
+        # the file left as it is. A dry run replaces nothing: it says so (exit 1) and reads no
+        # records. An empty file (mktemp) is no manifest at all: every file compressed, no error.
         cases = {"truncated": None, "garbage": b"this is not JSON\n", "empty": b"",
                  "binary": b"\x00\xff\xfe{\n"}
         for name, content in cases.items():
@@ -557,13 +560,28 @@ class Options(Base):
                 root = self.copy_site("site-" + name)
                 man = self.path("m-%s.json" % name)
                 k1, raw1 = self.first(root, man)
-                write(man, raw1[: len(raw1) // 2] if content is None else content)
-                r = run(["-v", "--manifest", man, root])
-                self.assertEqual(r.rc, 1, r)
+                bad = raw1[: len(raw1) // 2] if content is None else content
+                write(man, bad)
+                for p in walk_all(root):
+                    if p.endswith((b".gz", b".br")):
+                        os.unlink(os.path.join(fsb(root), p))
+                before = listing(root)
+                r = run(["-n", "-v", "--manifest", man, root])
+                self.assertEqual(r.rc, 0 if content == b"" else 1, r)
                 errs = error_lines(r)
-                self.assertEqual(len(errs), 1, "one error line: %r" % r)
-                self.assertTrue(errs[0].startswith("precompress: "), errs[0])
-                self.assertIn(man, errs[0], "the error must name the manifest")
+                if content != b"":
+                    self.assertEqual(errs, ["precompress: %s: not a precompress manifest (invalid JSON)" % man], r)
+                self.assertEqual(listing(root), before)
+                r = run(["-v", "--manifest", man, root])
+                if content != b"":
+                    self.assertEqual(r.rc, 2, r)
+                    self.assertEqual(error_lines(r),
+                                     ["precompress: %s: refusing to replace: not a precompress manifest" % man], r)
+                    self.assertEqual(listing(root), before, "a refused run must not touch the tree")
+                    self.assertEqual(read(man), bad)
+                    continue
+                self.assertEqual(r.rc, 0, r)
+                self.assertEqual(error_lines(r), [], r)
                 k2 = kinds(r, root)
                 self.assertNotIn("unchanged", k2.values(), r)
                 self.assertEqual(k2, k1, "every file compressed as in a first run")
@@ -571,6 +589,7 @@ class Options(Base):
                 self.assertEqual((s["unchanged"], s["compressed"]),
                                  (0, list(k1.values()).count("compressed")), r)
                 self.assertOracleOutputs(root, [rel for rel, k in k1.items() if k == "compressed"])
+                self.assertEqual(read(man), raw1)
 
 
 class CheckWithManifest(Base):

@@ -3,8 +3,9 @@
  *
  *   0    everything done (files skipped by the rules are not errors)
  *   1    a file failed, or --check found missing, stale or unwanted outputs
- *   2    bad usage, or nothing could run
- *   128+N  stopped by signal N (130 SIGINT, 143 SIGTERM)
+ *   2    bad usage, or nothing could run (a --manifest it may not replace)
+ *   128+N  stopped by signal N (129 SIGHUP, 130 SIGINT, 141 SIGPIPE,
+ *          143 SIGTERM); 141 too when standard output's reader went away
  */
 #include "args.h"
 #include "report.h"
@@ -17,10 +18,20 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define EXIT_OK 0
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
+#define EXIT_PIPE (128 + SIGPIPE)
+
+/* A write to standard output met EPIPE: its reader is gone. Nothing more
+ * is written there, and the exit status is 141, as if SIGPIPE had ended
+ * the program (it stops the run instead: see pc_run()).
+ */
+static int stdout_gone;
+/* The last error writing the manifest to standard output (--manifest -). */
+static int stdout_err;
 
 /* "0.95" for 95/100: exact when den is a power of ten, which is all the
  * parser produces; anything else gets a close decimal.
@@ -145,7 +156,11 @@ static void print_help(FILE *f) {
           "                            unchanged since the FILE of an "
           "earlier run (same\n"
           "                            formats, levels, ratio) are not "
-          "read again\n"
+          "read again; FILE\n"
+          "                            may replace only an earlier manifest; "
+          "'-' writes it\n"
+          "                            to standard output (nothing read "
+          "back)\n"
           "      --force               compress every file, whatever the "
           "manifest says\n"
           "      --shard K/N           take only shard K of N (by hash of "
@@ -205,7 +220,8 @@ static void print_help(FILE *f) {
   print_skip_list(f);
   fputs("\nExit status: 0 done; 1 a file failed or --check found changes; "
         "2 bad usage;\n"
-        "130 interrupted (143 on SIGTERM).\n",
+        "128+N stopped by signal N: 129 SIGHUP, 130 SIGINT, 141 SIGPIPE, "
+        "143 SIGTERM.\n",
         f);
 }
 
@@ -236,14 +252,54 @@ static double cpu_seconds(void) {
 }
 
 /* Output the user asked for that did not reach stdout (a full disk, a
- * closed pipe) makes the run a failure.
+ * closed pipe) makes the run a failure. A closed pipe is said by the exit
+ * status alone, 141, as for any program whose reader went away.
  */
 static int finish_stdout(int status) {
+  if (stdout_gone)
+    return EXIT_PIPE;
   if (fflush(stdout) == 0 && !ferror(stdout))
     return status;
+  if (errno == EPIPE)
+    return EXIT_PIPE;
   cli_report_msg(NULL, "error writing to standard output: %s",
                  strerror(errno));
   return status == EXIT_OK ? EXIT_FAILED : status;
+}
+
+/* --manifest -: the manifest's bytes, straight to standard output, which
+ * nothing else writes to then (main() refuses -v, --json, -n and --check
+ * beside it).
+ */
+static int write_stdout(void *data, const void *buf, size_t len) {
+  const char *p = buf;
+
+  (void) data;
+  while (len > 0) {
+    ssize_t n = write(STDOUT_FILENO, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      stdout_gone = errno == EPIPE;
+      stdout_err = -errno;
+      return stdout_err;
+    }
+    p += n;
+    len -= (size_t) n;
+  }
+  return 0;
+}
+
+/* cli_report_error(), but an error of the manifest on its way to standard
+ * output is named so, and a closed pipe is left to the exit status.
+ */
+static void report_error(void *data, const char *path, int err) {
+  if (path == NULL && err != 0 && err == stdout_err) {
+    if (!stdout_gone)
+      cli_report_msg(data, "standard output: %s", pc_strerror(err));
+    return;
+  }
+  cli_report_error(data, path, err);
 }
 
 /* precompress merge-manifests OUT IN...: the shards' manifests as one. */
@@ -262,7 +318,11 @@ static int merge_main(int argc, char **argv) {
     return EXIT_OK;
   if (bad == SIZE_MAX) {
     cli_report_name_msg(NULL, argv[2], "%s", pc_strerror(err));
-  } else if (err == -EINVAL) {
+    /* OUT is looked at before any input is read: nothing could run. */
+    return err == PC_EREFUSE || err == PC_EOUTNAME ? EXIT_USAGE
+                                                   : EXIT_FAILED;
+  }
+  if (err == -EINVAL) {
     cli_report_begin(NULL);
     cli_put_name(stderr, argv[3 + bad]);
     fputs(": written with other options or roots than ", stderr);
@@ -320,6 +380,22 @@ int main(int argc, char **argv) {
     goto out;
   }
 
+  if (args.opts.manifest != NULL && strcmp(args.opts.manifest, "-") == 0) {
+    /* Standard output carries one thing: the manifest, or the lines. */
+    const char *other = args.json      ? "--json"
+                        : args.verbose ? "-v/--verbose"
+                        : args.check   ? "--check"
+                        : args.opts.dry_run ? "-n/--dry-run"
+                                            : NULL;
+    if (other != NULL) {
+      cli_report_msg(NULL, "--manifest - and %s both write to standard "
+                     "output (see 'precompress --help')", other);
+      goto out;
+    }
+    args.opts.manifest = NULL;
+    args.opts.manifest_write = write_stdout;
+  }
+
   if (check_paths(&args))
     goto out;
 
@@ -327,7 +403,7 @@ int main(int argc, char **argv) {
   args.opts.data = &report;
   args.opts.on_file = cli_report_file;
   args.opts.on_progress = cli_report_progress;
-  args.opts.on_error = cli_report_error;
+  args.opts.on_error = report_error;
 
   if (pc_options_check(&args.opts, &what) != 0) {
     cli_report_msg(NULL, "invalid options: %s (see 'precompress --help')",
@@ -339,6 +415,13 @@ int main(int argc, char **argv) {
   memset(&totals, 0, sizeof(totals));
   rc = pc_run(&args.opts, &totals);
   cli_report_clear(&report);
+  /* pc_run() caught SIGPIPE while it ran (and put back its default
+   * action); from here on a closed standard output is an EPIPE that
+   * finish_stdout() turns into 141, never a death by signal.
+   */
+  signal(SIGPIPE, SIG_IGN);
+  if (totals.signo == SIGPIPE)
+    stdout_gone = 1;
 
   if (rc == 0) {
     if (totals.failed > 0 || totals.errors > 0 ||
@@ -351,14 +434,19 @@ int main(int argc, char **argv) {
     status = 128 + (totals.signo > 0 ? totals.signo : SIGINT);
   } else {
     /* Nothing could run: there is no summary worth printing. */
-    cli_report_msg(&report, "%s", pc_strerror(rc));
+    if (totals.err_path != NULL)
+      cli_report_name_msg(&report, totals.err_path, "%s", pc_strerror(rc));
+    else
+      cli_report_msg(&report, "%s", pc_strerror(rc));
     status = EXIT_USAGE;
     goto out;
   }
 
-  cli_report_summary(&report, &totals,
-                     (double) (cli_now_ns() - start_ns) / 1e9, cpu_seconds(),
-                     status);
+  /* --json's summary goes to standard output: not once it is gone. */
+  if (!(stdout_gone && args.json))
+    cli_report_summary(&report, &totals,
+                       (double) (cli_now_ns() - start_ns) / 1e9,
+                       cpu_seconds(), status);
 
 out:
   status = finish_stdout(status);

@@ -11,10 +11,13 @@
  * searched for a few fixed names and for every "path" (and decoded
  * "path_hex") the input holds, then freed. Besides "no crash, no UB, no
  * leak", it checks:
- *  - the status is 0, PC_EBADMANIFEST or -ENOMEM, and *out is NULL unless
- *    it is 0;
+ *  - the status is 0, PC_EBADMANIFEST, PC_ENOTMANIFEST or -ENOMEM, and
+ *    *out is NULL unless it is 0;
  *  - input that is not JSON at all is PC_EBADMANIFEST (never trusted in
- *    part);
+ *    part), JSON that is not a manifest PC_ENOTMANIFEST;
+ *  - pc__prev_parse() with no table (how a manifest name is judged before
+ *    it is replaced) says "ours" exactly for JSON that is an object with a
+ *    "precompress" member;
  *  - a record found has, per enabled format, KEPT with a size above 0 or
  *    RATIO, and OFF for every other format;
  *  - against a reference, the reader as it was before (a jansson document
@@ -135,7 +138,7 @@ static int ref_same_options(json_t *opt, unsigned formats) {
   return json_is_number(v) && fabs(json_number_value(v) - 0.95) < 1e-12;
 }
 
-static void ref_load(ref_t *ref, json_t *doc, unsigned formats,
+static void ref_load(ref_t *ref, json_t *doc, int any, unsigned formats,
                      char *const *labels, uint32_t nlabels) {
   json_t *roots;
   size_t i, k;
@@ -143,10 +146,14 @@ static void ref_load(ref_t *ref, json_t *doc, unsigned formats,
   memset(ref, 0, sizeof(*ref));
   ref->formats = formats;
   ref->files = json_object_get(doc, "files");
-  if (doc == NULL || !json_is_object(doc) ||
+  if (doc == NULL) {
+    ref->err = any ? PC_ENOTMANIFEST : PC_EBADMANIFEST;
+    return;
+  }
+  if (!json_is_object(doc) ||
       json_integer_value(json_object_get(doc, "precompress")) != 1 ||
       !json_is_array(ref->files)) {
-    ref->err = PC_EBADMANIFEST;
+    ref->err = PC_ENOTMANIFEST;
     return;
   }
   if (!ref_same_options(json_object_get(doc, "options"), formats))
@@ -299,7 +306,7 @@ static void find_listed(const pc__prev_t *p, const ref_t *ref, json_t *doc,
 /* doc: the reference's parse, NULL if it refused the input; deep: it
  * refused it only for jansson's depth limit (see the top).
  */
-static void load(json_t *doc, int deep, unsigned formats,
+static void load(json_t *doc, int any, int deep, unsigned formats,
                  char *const *labels, uint32_t nlabels, unsigned threads,
                  size_t min_part) {
   static const char *const names[] = {"index.html", "css/site.css",
@@ -312,12 +319,13 @@ static void load(json_t *doc, int deep, unsigned formats,
 
   err = pc__prev_load(&p, fd_path, formats, level, PC_GZIP_ZLIB, 95, 100, labels,
                       nlabels, threads, min_part);
-  check(err == 0 || err == PC_EBADMANIFEST || err == -ENOMEM);
+  check(err == 0 || err == PC_EBADMANIFEST || err == PC_ENOTMANIFEST ||
+        err == -ENOMEM);
   if (err != 0)
     check(p == NULL);
-  if (doc == NULL && !deep)
+  if (doc == NULL && !any && !deep)
     check(err == PC_EBADMANIFEST);
-  ref_load(&ref, doc, formats, labels, nlabels);
+  ref_load(&ref, doc, any, formats, labels, nlabels);
   ref.unknown = deep;
   if (err != -ENOMEM && !deep) {
     check(err == ref.err);
@@ -338,7 +346,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   json_t *doc = NULL;
   json_error_t jerr;
   size_t done = 0;
-  int deep = 0;
+  int deep = 0, any = 0, ours = -1, err;
 
   if (fd < 0) {
     fd = memfd_create("fuzz_manifest", MFD_CLOEXEC);
@@ -367,16 +375,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #else
     deep = doc == NULL && strstr(jerr.text, "maximum parsing depth") != NULL;
 #endif
+    /* JSON that is neither an object nor an array (flags 0 refuse it). */
+    if (doc == NULL && !deep) {
+      json_t *v = json_loadb((const char *)data, size, JSON_DECODE_ANY, &jerr);
+      any = v != NULL;
+      json_decref(v);
+    }
   }
 
-  load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 1,
+  load(doc, any, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 1,
        PC__PREV_MIN_PART);
-  load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR) | PC_FMT_BIT(PC_ZST),
-       two, 2, 1, PC__PREV_MIN_PART);
+  load(doc, any, deep,
+       PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR) | PC_FMT_BIT(PC_ZST), two, 2, 1,
+       PC__PREV_MIN_PART);
   /* "files" in parts on threads, at every newline it may: the parts'
    * guesses, right or wrong, must change nothing.
    */
-  load(doc, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 16, 1);
+  load(doc, any, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 16, 1);
+  /* Judged only, as a manifest name is before it is replaced. */
+  err = pc__prev_parse(NULL, &ours, (const char *)data, size, 0, NULL,
+                       PC_GZIP_ZLIB, 0, 0, NULL, 0, 1, 0);
+  check(err == 0 || err == PC_EBADMANIFEST || err == PC_ENOTMANIFEST ||
+        err == -ENOMEM);
+  check(ours == 0 || ours == 1);
+  if (!deep && err != -ENOMEM)
+    check(ours == (json_is_object(doc) &&
+                   json_object_get(doc, "precompress") != NULL));
   json_decref(doc);
   return 0;
 }
