@@ -51,8 +51,8 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
 int pc__out_finish(pc__out_t *o, const char *final);
 
 /* Removes `name` (relative to dirfd), a temp file of ours the walk found,
- * when it is a killed run's: created by `before` (this run's start, on the
- * coarse clock file times use) and not locked, as every temp is while its
+ * when it is a killed run's: created by `before` (this run's start) and
+ * not locked, as every temp is while its
  * writer lives. Another run at work in the same tree keeps its temps. 1
  * when removed.
  */

@@ -817,10 +817,10 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   if (r == NULL)
     return -ENOMEM;
   r->opts = opts;
-  /* The clock file times are read from (the kernel stamps them with the
-   * coarse one): a file made after this instant has a later ctime.
+  /* No file made before this instant has a later ctime (the kernel stamps
+   * with the coarse clock, or a finer one, never ahead of this one).
    */
-  clock_gettime(CLOCK_REALTIME_COARSE, &r->start);
+  clock_gettime(CLOCK_REALTIME, &r->start);
   r->cur.fd = -1;
   r->cfg.formats = opts->formats;
   for (f = 0; f < PC_NFORMATS; f++)

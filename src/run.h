@@ -71,9 +71,8 @@ typedef struct pc__slot {
 typedef struct pc__run {
   uv_loop_t loop;
   const pc_options_t *opts;
-  struct timespec start; /* when the run began (CLOCK_REALTIME_COARSE): a
-                            temp file made before it may be a killed
-                            run's */
+  struct timespec start; /* when the run began (CLOCK_REALTIME): a temp
+                            file made before it may be a killed run's */
   pc__cfg_t cfg;
   pc__root_t *roots;
   uint32_t nroots;
