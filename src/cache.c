@@ -197,14 +197,14 @@ out:
 }
 
 int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                  pc_format_t f, int level, pc_gzip_engine_t engine,
-                  const char *src, const unsigned char *mem, uint64_t len,
+                  pc_format_t f, int level, pc_gzip_engine_t engine, int kept,
+                  const unsigned char *mem, int fd, uint64_t len,
                   uint64_t limit) {
   char path[PATH_MAX];
   unsigned char hdr[HDR], *buf = NULL;
   pc__out_t o = PC__OUT_INIT;
   XXH3_state_t *xs = NULL;
-  int in = -1, err, stored = 0;
+  int err, stored = 0;
 
   if (entry_path(c, h, size, f, level, engine, path, sizeof(path)) != 0)
     return 0;
@@ -223,30 +223,32 @@ int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
     return 0;
   memset(hdr, 0, sizeof(hdr));
   memcpy(hdr, MAGIC, 8);
-  hdr[8] = src == NULL;
-  put64(hdr + 16, src == NULL ? 0 : len);
+  hdr[8] = !kept;
+  put64(hdr + 16, kept ? len : 0);
   put64(hdr + 24, limit);
-  if (src != NULL && mem != NULL) {
+  if (kept && mem != NULL) {
     /* All of it at hand: the header with its sum first, then the bytes. */
     XXH128_hash_t sum = XXH3_128bits(mem, (size_t)len);
     put64(hdr + 32, sum.low64);
     put64(hdr + 40, sum.high64);
     if (pc__out_write(&o, hdr, HDR) != 0 || pc__out_write(&o, mem, len) != 0)
       goto fail;
-  } else if (src != NULL) {
-    uint64_t left = len;
+  } else if (kept) {
+    uint64_t done = 0;
     XXH128_hash_t sum;
-    if (pc__out_write(&o, hdr, HDR) != 0 ||
-        (in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
+    if (fd < 0 || pc__out_write(&o, hdr, HDR) != 0 ||
         (xs = XXH3_createState()) == NULL || (buf = malloc(BUF)) == NULL)
       goto fail;
     XXH3_128bits_reset(xs);
-    while (left > 0) {
-      size_t n = left < BUF ? (size_t)left : BUF;
-      if (read_all(in, buf, n) != 0 || pc__out_write(&o, buf, n) != 0)
+    while (done < len) {
+      size_t n = len - done < BUF ? (size_t)(len - done) : BUF;
+      ssize_t r = pread(fd, buf, n, (off_t)done);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0 || pc__out_write(&o, buf, (size_t)r) != 0)
         goto fail;
-      XXH3_128bits_update(xs, buf, n);
-      left -= n;
+      XXH3_128bits_update(xs, buf, (size_t)r);
+      done += (uint64_t)r;
     }
     sum = XXH3_128bits_digest(xs);
     put64(hdr + 32, sum.low64);
@@ -261,8 +263,6 @@ int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
 fail:
   pc__out_discard(&o);
 out:
-  if (in >= 0)
-    close(in);
   XXH3_freeState(xs);
   free(buf);
   return stored;

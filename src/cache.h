@@ -44,15 +44,15 @@ int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
                   pc_format_t f, int level, pc_gzip_engine_t engine,
                   pc__cache_hit_t *hit);
 
-/* Stores the output at `path` (already written, `len` bytes; taken from
- * `mem` instead when not NULL: the same bytes, still in memory) as the
- * entry, or, when path is NULL, a rejection above `limit`. Best effort: a
- * cache that cannot be written is not an error of the run. 1 when an entry
- * was stored, else 0.
+/* Stores a kept output of `len` bytes as the entry: from `mem` when not
+ * NULL, else read from `fd` (from offset 0, with pread: the output's own
+ * temp file, never a name); or, when !kept, a rejection above `limit`.
+ * Best effort: a cache that cannot be written is not an error of the run.
+ * 1 when an entry was stored, else 0.
  */
 int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                  pc_format_t f, int level, pc_gzip_engine_t engine,
-                  const char *path, const unsigned char *mem, uint64_t len,
+                  pc_format_t f, int level, pc_gzip_engine_t engine, int kept,
+                  const unsigned char *mem, int fd, uint64_t len,
                   uint64_t limit);
 
 /* Removes least recently used entries until the cache holds at most

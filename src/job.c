@@ -51,6 +51,8 @@ struct fmt_state {
                                buf (never spilled before), or NULL */
   unsigned char *keep; /* a leader's copy of its kept output for followers
                           to write from (dedup.h), or NULL */
+  const uint64_t *hash; /* the content's hash when the result is to go into
+                           the cache, else NULL */
 };
 
 pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
@@ -518,6 +520,15 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
     s->mem = s->buf.data;
   if (j->lead)
     keep_for_followers(j, s, o->size);
+  /* Into the cache from our own bytes (in memory, or through the temp's
+   * descriptor before the rename), never from the name: once renamed, the
+   * output is in a directory others may write.
+   */
+  if (s->hash != NULL)
+    j->cache_puts += (unsigned)pc__cache_put(
+        j->cfg->cache, s->hash, j->size, (pc_format_t)f, j->cfg->level[f],
+        j->cfg->gzip_engine, 1, s->mem != NULL ? s->mem : s->keep, s->out.fd,
+        o->size, pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
   if ((err = pc__out_commit(&s->out, s->base, j->st, j->cfg->fsync)) != 0)
     fail(j, err, s->final);
   return err;
@@ -871,17 +882,19 @@ static void job_run(pc__job_t *j) {
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!(j->cfg->formats & PC_FMT_BIT(f)))
       continue;
+    /* What was compressed here goes into the cache for the next run: a
+     * kept output by settle() from its own bytes, a rejection here.
+     */
+    if (j->cfg->cache != NULL && have_hash && !fs[f].cached && !j->copied &&
+        !j->cfg->dry_run && j->size > 0)
+      fs[f].hash = h;
     if (settle(j, f, &fs[f]) != 0)
       break;
     settled[f] = 1;
-    /* What was compressed here goes into the cache for the next run. */
-    if (j->cfg->cache != NULL && have_hash && !fs[f].cached && !j->copied &&
-        !j->cfg->dry_run && j->size > 0)
+    if (fs[f].hash != NULL && j->out[f].state != PC_OUT_KEPT)
       j->cache_puts += (unsigned)pc__cache_put(
           j->cfg->cache, h, j->size, (pc_format_t)f, j->cfg->level[f],
-          j->cfg->gzip_engine,
-          j->out[f].state == PC_OUT_KEPT ? fs[f].final : NULL, fs[f].mem,
-          j->out[f].size,
+          j->cfg->gzip_engine, 0, NULL, -1, 0,
           pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
   }
 

@@ -13,8 +13,8 @@ the tree (issue 11):
   PATHs in one directory share one descriptor;
 - two runs on one tree at once: neither takes the other's live temp file
   for a killed run's;
-- identical files' outputs are written from the first one's own bytes,
-  never read back from its output names, which another account may swap.
+- identical files' outputs, and the cache's entries, come from the run's
+  own bytes, never read back from output names another account may swap.
 """
 import sys
 
@@ -341,6 +341,65 @@ class DedupeCopies(PCTestCase):
                     except Exception as e:  # garbage does not even decode
                         self.fail("%s.%s: %s" % (p, ext, e))
                     self.assertEqual(got, data, "%s.%s holds another account's bytes" % (p, ext))
+
+
+class CachePoisoning(PCTestCase):
+    def test_swapped_output_never_reaches_the_cache(self):
+        """Another account owns the directory of a file whose .gz (over 1 MiB, so written
+        through its temp file) goes into a root-only cache, and keeps swapping same-length
+        garbage in at that name. The entry comes from the run's own bytes: a later run in
+        another tree takes a .gz from the cache that decodes to its source."""
+        data = words_data(4 << 20, seed=21)
+        n = len(gz_oracle(data))
+        for attempt in range(3):
+            cache = self.path("cache%d" % attempt)
+            os.makedirs(cache, mode=0o700)
+            tree = self.path("t%d" % attempt)
+            z = os.path.join(tree, "z")
+            os.makedirs(z)
+            os.chown(z, NOBODY, NOBODY)
+            with open(os.path.join(z, "big.js"), "wb") as f:
+                f.write(data)
+            junk = [self.path("junk%d.%d" % (attempt, k)) for k in (0, 1)]
+            for k, p in enumerate(junk):
+                with open(p, "wb") as f:
+                    f.write(bytes([0x5a + k]) * n)
+            stop = threading.Event()
+
+            def swap():
+                # a link and a rename: microseconds a swap, so the window after the run's own
+                # rename is hit often (two inodes in turn: a rename onto a link of the same
+                # inode does nothing)
+                link, k = self.path("swap%d" % attempt), 0
+                while not stop.is_set():
+                    try:
+                        os.link(junk[k & 1], link)
+                        os.rename(link, os.path.join(z, "big.js.gz"))
+                    except OSError:
+                        pass
+                    k += 1
+
+            t = threading.Thread(target=swap)
+            t.start()
+            try:
+                r = run(["-j1", "--no-brotli", "--cache-dir", cache, tree])
+            finally:
+                stop.set()
+                t.join()
+            self.assertEqual(r.rc, 0, r)
+            other = self.path("other%d" % attempt)
+            os.makedirs(other)
+            with open(os.path.join(other, "big.js"), "wb") as f:
+                f.write(data)
+            r = run(["-v", "--no-brotli", "--cache-dir", cache, other])
+            self.assertEqual(r.rc, 0, r)
+            self.assertIn("cached %s/big.js" % other, " ".join(r.out_lines), r)
+            out = os.path.join(other, "big.js.gz")
+            try:
+                got = decode("gz", out)
+            except Exception as e:
+                self.fail("the cache gave %s another account's bytes: %s" % (out, e))
+            self.assertEqual(got, data)
 
 
 if __name__ == "__main__":
