@@ -5,7 +5,8 @@
 
 struct pc__dedup {
   uv_mutex_t lock;
-  uint64_t kept; /* bytes of outputs held, against PC__DEDUP_KEEP_MAX */
+  uint64_t kept; /* bytes of outputs held, against keep_max */
+  uint64_t keep_max;
   pc__content_t **slots; /* open addressing, power-of-two size */
   size_t cap, n;
 };
@@ -19,6 +20,7 @@ int pc__dedup_new(pc__dedup_t **out) {
     free(d);
     return -ENOMEM;
   }
+  d->keep_max = PC__DEDUP_KEEP_MAX;
   *out = d;
   return 0;
 }
@@ -103,10 +105,18 @@ out:
   return err;
 }
 
+void pc__dedup_budget(pc__dedup_t *d, uint64_t mem_limit) {
+  /* Copies kept for files that may never come are memory the limit must
+   * account for: a quarter of it at most.
+   */
+  d->keep_max = mem_limit / 4 < PC__DEDUP_KEEP_MAX ? mem_limit / 4
+                                                   : PC__DEDUP_KEEP_MAX;
+}
+
 int pc__dedup_reserve(pc__dedup_t *d, uint64_t n) {
   int ok;
   uv_mutex_lock(&d->lock);
-  ok = n <= PC__DEDUP_KEEP_MAX - d->kept;
+  ok = n <= d->keep_max - d->kept;
   if (ok)
     d->kept += n;
   uv_mutex_unlock(&d->lock);

@@ -57,8 +57,13 @@ void pc__dedup_free(pc__dedup_t *d);
 int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
                     const char *path, pc__content_t **c, pc__claim_t *how);
 
-/* Outputs' bytes the table holds at most, all contents together. */
+/* Outputs' bytes the table holds at most, all contents together: 128 MiB,
+ * or a quarter of the run's memory limit when that is less.
+ */
 #define PC__DEDUP_KEEP_MAX ((uint64_t)128 << 20)
+
+/* Sets that budget from the run's memory limit (before any claim). */
+void pc__dedup_budget(pc__dedup_t *d, uint64_t mem_limit);
 
 /* Takes n bytes of the budget for an output a leader will publish: 1 when
  * there was room, else 0 (the output is then not kept).

@@ -901,6 +901,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
       limit = m.limit;
     }
     pc__sched_init(&r->sched, r->jobs, limit);
+    pc__dedup_budget(r->cfg.dedup, limit);
   }
   if (opts->skip_ext != NULL) {
     r->skip_ext = opts->skip_ext;
