@@ -2,7 +2,7 @@
 # bench/run.sh: precompress against its peers on four corpora, with the codec
 # and I/O floors. Run by a developer, never by `meson test`. See bench/README.md.
 #
-#   bench/run.sh                     full run (about 30-40 min on 2 cores)
+#   bench/run.sh                     full run (about 52 min on 2 cores)
 #   QUICK=1 RUNS=1 bench/run.sh      every corpus ~10x smaller: a quick check
 #
 # Environment:
