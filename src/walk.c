@@ -299,8 +299,8 @@ static int skip_dir(const pc__run_t *r, const struct stat *st) {
  * of it (".NAME.XXXXXX.tmp") that a run killed while writing it left:
  * never an input. The (dev, ino) check in visit() knows only the file
  * that was there when the run started; this knows one created or replaced
- * since, by another run, too. Such a temp is removed (unless in a dry
- * run), as an output's is.
+ * since, by another run, too. A killed run's temp of it is removed
+ * (unless in a dry run), as an output's is.
  */
 static int manifest_name(const pc__run_t *r, int dfd, const char *name,
                          size_t len) {
@@ -322,9 +322,9 @@ static int manifest_name(const pc__run_t *r, int dfd, const char *name,
   if ((dfd == AT_FDCWD ? stat(".", &st) : fstat(dfd, &st)) != 0 ||
       st.st_dev != r->man_dir_dev || st.st_ino != r->man_dir_ino)
     return 0;
-  if (temp && !r->cfg.dry_run &&
-      fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-    unlinkat(dfd, name, 0);
+  /* Another run writing the same manifest keeps its live temp. */
+  if (temp && !r->cfg.dry_run)
+    pc__out_reap(dfd, name, &r->start);
   return 1;
 }
 
