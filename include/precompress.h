@@ -45,7 +45,9 @@ extern "C" {
   XX(ENOTMANIFEST, -4009, "valid JSON but not a precompress manifest")        \
   XX(EREFUSE, -4010, "refusing to replace: not a precompress manifest")       \
   XX(EOUTNAME, -4011,                                                         \
-     "refusing to write a manifest under an output's name (.gz, .br, .zst)")
+     "refusing to write a manifest under an output's name (.gz, .br, .zst)")  \
+  XX(EUNSAFE, -4012,                                                          \
+     "refusing a cache directory another user owns or others can write")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),

@@ -52,7 +52,7 @@ static int mkdir_p(const char *dir) {
     {
       char c = *s;
       *s = '\0';
-      if (mkdir(p, 0777) != 0 && errno != EEXIST)
+      if (mkdir(p, 0700) != 0 && errno != EEXIST)
         err = PC__ERRNO();
       *s = c;
     }
@@ -61,6 +61,23 @@ static int mkdir_p(const char *dir) {
   }
   free(p);
   return err;
+}
+
+/* Refuses (PC_EUNSAFE) a cache directory that another user owns or that
+ * others can write: they could plant entries our outputs would be copied
+ * from, or links our trim would follow (OpenSSH's StrictModes, for keys).
+ * `own` is 1 for a directory of ours inside it, which must also be no
+ * symlink; the one the user named may be reached through one.
+ */
+static int check_private(const char *path, int own) {
+  struct stat st;
+  if ((own ? lstat(path, &st) : stat(path, &st)) != 0)
+    return PC__ERRNO();
+  if (!S_ISDIR(st.st_mode))
+    return -ENOTDIR;
+  if (st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+    return PC_EUNSAFE;
+  return 0;
 }
 
 int pc__cache_open(pc__cache_t **out, const char *dir, int read_only) {
@@ -74,6 +91,11 @@ int pc__cache_open(pc__cache_t **out, const char *dir, int read_only) {
     return -ENOMEM;
   }
   c->read_only = read_only;
+  /* An existing DIR is judged before anything is made in it. */
+  if ((err = check_private(dir, 0)) != 0 && err != -ENOENT) {
+    pc__cache_close(c);
+    return err;
+  }
   if (read_only) {
     struct stat st;
     if (stat(c->root, &st) != 0) {
@@ -82,6 +104,11 @@ int pc__cache_open(pc__cache_t **out, const char *dir, int read_only) {
       return err;
     }
   } else if ((err = mkdir_p(c->root)) != 0) {
+    pc__cache_close(c);
+    return err;
+  }
+  if ((err = check_private(dir, 0)) != 0 ||
+      (err = check_private(c->root, 1)) != 0) {
     pc__cache_close(c);
     return err;
   }
@@ -208,16 +235,17 @@ int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
 
   if (entry_path(c, h, size, f, level, engine, path, sizeof(path)) != 0)
     return 0;
-  /* Readable by all (less the umask), like any file of a shared cache; its
+  /* Ours alone: an entry holds a source's content, whatever that source's
+   * mode (a 0600 secret must not become readable through the cache). Its
    * mtime, the time of last use for the trim, is now: written just now.
    */
-  if ((err = pc__out_open_mode(&o, AT_FDCWD, path, 0644)) == -ENOENT) {
+  if ((err = pc__out_open_mode(&o, AT_FDCWD, path, 0600)) == -ENOENT) {
     /* The two-hex-digit subdirectory, on first use. */
     char *slash = strrchr(path, '/');
     *slash = '\0';
-    mkdir(path, 0777);
+    mkdir(path, 0700);
     *slash = '/';
-    err = pc__out_open_mode(&o, AT_FDCWD, path, 0644);
+    err = pc__out_open_mode(&o, AT_FDCWD, path, 0600);
   }
   if (err != 0)
     return 0;

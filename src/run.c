@@ -709,17 +709,21 @@ out:
 
 /* Opens the cache, and keeps it out of the walk: its entries are not
  * sources, even when it lies inside a PATH (its entries' directory, even
- * when it is a PATH itself).
+ * when it is a PATH itself). PC_EUNSAFE (a cache others could write) ends
+ * the run before it starts; any other failure is reported and the run
+ * goes on without a cache.
  */
-static void open_cache(pc__run_t *r) {
+static int open_cache(pc__run_t *r) {
   const char *dirs[2];
   pc__cache_t *c;
   struct stat st;
   size_t k;
   int err;
 
-  if ((err = pc__cache_open(&c, r->opts->cache_dir, r->opts->dry_run)) !=
-      0) {
+  if ((err = pc__cache_open(&c, r->opts->cache_dir, r->opts->dry_run)) ==
+      PC_EUNSAFE)
+    return err;
+  if (err != 0) {
     /* A cache that cannot be made is no reason not to compress; one a dry
      * run finds missing is an empty one.
      */
@@ -737,6 +741,7 @@ static void open_cache(pc__run_t *r) {
       r->nskip_dirs++;
     }
   }
+  return 0;
 }
 
 static void free_run(pc__run_t *r) {
@@ -923,8 +928,11 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
       totals->err_path = opts->manifest;
     goto out;
   }
-  if (opts->cache_dir != NULL)
-    open_cache(r);
+  if (opts->cache_dir != NULL && (err = open_cache(r)) != 0) {
+    if (totals != NULL)
+      totals->err_path = opts->cache_dir;
+    goto out;
+  }
 
   size_pool(r->jobs);
   if ((err = uv_loop_init(&r->loop)) != 0)

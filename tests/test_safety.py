@@ -14,7 +14,9 @@ the tree (issue 11):
 - two runs on one tree at once: neither takes the other's live temp file
   for a killed run's;
 - identical files' outputs, and the cache's entries, come from the run's
-  own bytes, never read back from output names another account may swap.
+  own bytes, never read back from output names another account may swap;
+- the cache is private (entries 0600, directories 0700), and one another
+  user owns or others can write is refused (exit 2).
 """
 import sys
 
@@ -400,6 +402,37 @@ class CachePoisoning(PCTestCase):
             except Exception as e:
                 self.fail("the cache gave %s another account's bytes: %s" % (out, e))
             self.assertEqual(got, data)
+
+
+class PrivateCache(PCTestCase):
+    def test_entries_0600_directories_0700_whatever_the_umask(self):
+        """A 0600 source's content must not become readable by others through the cache."""
+        root = self.copy_site()
+        cache = self.path("cache")
+        r = run(["--cache-dir", cache, root], umask=0)
+        self.assertEqual(r.rc, 0, r)
+        for dirpath, dirnames, filenames in os.walk(cache):
+            self.assertEqual(stat.S_IMODE(os.lstat(dirpath).st_mode), 0o700, dirpath)
+            for n in filenames:
+                p = os.path.join(dirpath, n)
+                self.assertEqual(stat.S_IMODE(os.lstat(p).st_mode), 0o600, p)
+
+    def test_a_cache_others_can_write_or_own_is_refused(self):
+        root = self.copy_site()
+        for name, setup in (("world-writable", lambda p: os.chmod(p, 0o777)),
+                            ("group-writable", lambda p: os.chmod(p, 0o770)),
+                            ("another user's", lambda p: os.chown(p, NOBODY, NOBODY))):
+            with self.subTest(cache=name):
+                cache = self.path("cache-" + name.replace(" ", "-").replace("'", ""))
+                os.makedirs(cache, mode=0o700)
+                setup(cache)
+                before = walk_all(root)
+                r = run(["--cache-dir", cache, root])
+                self.assertEqual(r.rc, 2, r)
+                self.assertIn("precompress: %s: refusing a cache directory another user owns or others can write"
+                              % cache, r.err_lines, r)
+                self.assertEqual(sorted(walk_all(root)), sorted(before), "a refused run wrote outputs")
+                self.assertEqual(os.listdir(cache), [], "a refused cache was written")
 
 
 if __name__ == "__main__":
