@@ -30,7 +30,7 @@ import threading
 import time
 import unittest
 
-from pctest import (NOBODY, PCTestCase, child_env, decode, gz_oracle, main, make_world_accessible, run, temp_leftovers, walk_all,
+from pctest import (NOBODY, PCTestCase, br_oracle, child_env, decode, gz_oracle, main, make_world_accessible, run, temp_leftovers, walk_all,
                     words_data)
 
 
@@ -284,6 +284,47 @@ class ConcurrentRuns(PCTestCase):
         self.assertFalse(os.path.exists(stale))
 
 
+class Swapper:
+    """Another account's loop, for the life of a `with`: keeps renaming same-length garbage
+    in at each target name ({path: size}). A link and a rename make a swap, microseconds each,
+    so the window after the run's own rename is hit often; two inodes take turns per name,
+    since a rename onto a link of the same inode does nothing. The spare files live in
+    `scratch`, outside the walked tree (a file vanishing from a listing fails) but on its
+    file system."""
+
+    def __init__(self, scratch, targets):
+        self.items = []
+        for k, (target, size) in enumerate(sorted(targets.items())):
+            spares = []
+            for turn in (0, 1):
+                p = os.path.join(scratch, "junk%d.%d" % (k, turn))
+                with open(p, "wb") as f:
+                    f.write(bytes([0x5a + turn]) * size)
+                spares.append(p)
+            self.items.append((target, spares, os.path.join(scratch, "swap%d" % k)))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop)
+
+    def loop(self):
+        turn = 0
+        while not self.stop.is_set():
+            for target, spares, link in self.items:
+                try:
+                    os.link(spares[turn & 1], link)
+                    os.rename(link, target)
+                except OSError:
+                    pass
+            turn += 1
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
 class DedupeCopies(PCTestCase):
     def test_swapped_leader_output_never_reaches_another_users_file(self):
         """Another account owns the directory of the first of many identical files and keeps
@@ -307,31 +348,11 @@ class DedupeCopies(PCTestCase):
                 os.makedirs(os.path.join(b, "%02d" % i))
                 with open(os.path.join(b, "%02d" % i, "copy.js"), "wb") as f:
                     f.write(data)
-            n = len(gz_oracle(data))
-            junk = self.path("junk%d" % attempt)  # outside the tree, on its file system
-            stop = threading.Event()
-
-            def swap():
-                k = 0
-                while not stop.is_set():
-                    for ext in ("gz", "br"):
-                        size = os.path.getsize(os.path.join(a, "lead.js." + ext)) \
-                            if os.path.exists(os.path.join(a, "lead.js." + ext)) else n
-                        with open(junk, "wb") as f:
-                            f.write(bytes([k & 0xff]) * size)
-                        try:
-                            os.rename(junk, os.path.join(a, "lead.js." + ext))
-                        except OSError:
-                            pass
-                    k += 1
-
-            t = threading.Thread(target=swap)
-            t.start()
-            try:
+            scratch = self.path("scratch%d" % attempt)
+            os.makedirs(scratch)
+            lead = os.path.join(a, "lead.js")
+            with Swapper(scratch, {lead + ".gz": len(gz_oracle(data)), lead + ".br": len(br_oracle(data))}):
                 r = run(["-j1", "--json", root])
-            finally:
-                stop.set()
-                t.join()
             self.assertEqual(r.rc, 0, r)
             # they were copies, not compressed again (else this proves nothing)
             self.assertEqual(json.loads(r.out)["deduped"], 40, r.out)
@@ -362,32 +383,10 @@ class CachePoisoning(PCTestCase):
             os.chown(z, NOBODY, NOBODY)
             with open(os.path.join(z, "big.js"), "wb") as f:
                 f.write(data)
-            junk = [self.path("junk%d.%d" % (attempt, k)) for k in (0, 1)]
-            for k, p in enumerate(junk):
-                with open(p, "wb") as f:
-                    f.write(bytes([0x5a + k]) * n)
-            stop = threading.Event()
-
-            def swap():
-                # a link and a rename: microseconds a swap, so the window after the run's own
-                # rename is hit often (two inodes in turn: a rename onto a link of the same
-                # inode does nothing)
-                link, k = self.path("swap%d" % attempt), 0
-                while not stop.is_set():
-                    try:
-                        os.link(junk[k & 1], link)
-                        os.rename(link, os.path.join(z, "big.js.gz"))
-                    except OSError:
-                        pass
-                    k += 1
-
-            t = threading.Thread(target=swap)
-            t.start()
-            try:
+            scratch = self.path("scratch%d" % attempt)
+            os.makedirs(scratch)
+            with Swapper(scratch, {os.path.join(z, "big.js.gz"): n}):
                 r = run(["-j1", "--no-brotli", "--cache-dir", cache, tree])
-            finally:
-                stop.set()
-                t.join()
             self.assertEqual(r.rc, 0, r)
             other = self.path("other%d" % attempt)
             os.makedirs(other)
