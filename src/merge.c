@@ -193,7 +193,7 @@ static int merge(const char *out,
       goto out;
     if ((docs[i] = json_loadb((const char *)text.data, text.len,
                               JSON_DECODE_ANY, &jerr)) == NULL) {
-      err = PC_EBADMANIFEST;
+      err = pc__json_load_failed(&jerr);
       goto out;
     }
     files = json_object_get(docs[i], "files");
