@@ -468,6 +468,14 @@ class StraceInjection(FaultBase):
         m = re.search(r"version (\d+)\.(\d+)", v)
         if not m or (int(m.group(1)), int(m.group(2))) < (4, 22):
             self.skipTest("strace too old for inject=...:when= with -y: %r" % v.strip())
+        try:
+            with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+                scope = int(f.read())
+        except (OSError, ValueError):
+            scope = 0
+        if FAULT_SO and scope >= 1 and os.geteuid() != 0:
+            self.skipTest("kernel.yama.ptrace_scope=%d: strace -p cannot attach to a process it did not "
+                          "start (run as root, or set it to 0)" % scope)
         probe = subprocess.run(["strace", "-f", "-qq", "-o", "/dev/null", "-e", "inject=close:error=EIO:when=99",
                                 "true"], stderr=subprocess.PIPE)
         if probe.returncode != 0:
@@ -509,7 +517,7 @@ class StraceInjection(FaultBase):
         print("fault injection: %d points tried (%s), %d held, %d ended in libuv's abort (excused), "
               "%d not reached, %d failed" % (
                   sum(total.values()), "every N, big every 3rd" if step == 1 else
-                  "every %dth N, big every %dth" % (step, 3 * step), total["held"], total["libuv"],
+                  "N in steps of %d, big of %d" % (step, 3 * step), total["held"], total["libuv"],
                   total["not reached"], total["failed"]))
         sys.stdout.flush()
         if failures:
