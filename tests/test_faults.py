@@ -23,7 +23,7 @@ repeated on a fresh copy under
     strace -f -e inject=SYSCALL:error=ERRNO:when=N
 (the errnos listed for the call, taken in turn by N). strace counts calls per
 thread, so the Nth call of every thread that makes N fails. The program is
-stopped once the dynamic loader is done (tests/faults/fault.c, preloaded) and
+stopped once the dynamic loader is done (tests/faults/stop.c, preloaded) and
 strace attaches there: the loader's own opens and reads are neither counted
 nor failed. Which calls failed is read back from strace's log (-y names each
 descriptor's file).
@@ -72,7 +72,8 @@ import time
 from pctest import (PROGRAM, PCTestCase, brotli, child_env, load_json_strict, main, sha256, walk_all,
                     words_data)
 
-FAULT_SO = os.environ.get("PC_FAULT_SO", "")
+STOP_SO = os.environ.get("PC_FAULT_STOP_SO", "")
+MALLOC_SO = os.environ.get("PC_FAULT_MALLOC_SO", "")
 MAX_RUNS = int(os.environ.get("PC_FAULT_MAX_RUNS", "1500"))
 
 # The call and the errnos it is failed with, in turn by N.
@@ -176,15 +177,19 @@ class FaultBase(PCTestCase):
         stop library, strace attaches after the loader (see the docstring)."""
         env = child_env()
         cmd = [PROGRAM] + args
-        if not FAULT_SO:
+        # A sanitizer build: LeakSanitizer cannot work under ptrace (the
+        # rest of ASan and UBSan do).
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+        if not STOP_SO:
             p = subprocess.run(["strace", "-f", "-qq", "-o", log] + strace_args + cmd, cwd=cwd, env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                timeout=120)
             err = p.stderr
             return p.returncode, p.stdout, err
-        env["LD_PRELOAD"] = FAULT_SO
+        env["LD_PRELOAD"] = STOP_SO
         env["PC_FAULT_STOP"] = "1"
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        # A sanitizer build: the stop library comes before its runtime.
+        env["ASAN_OPTIONS"] += ":verify_asan_link_order=0"
         p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
         try:
@@ -385,7 +390,7 @@ class FaultBase(PCTestCase):
         if os.path.exists(site_file):
             os.unlink(site_file)
         env = child_env()
-        env.update(LD_PRELOAD=FAULT_SO, PC_FAULT_MALLOC=str(n), PC_FAULT_MALLOC_SITE=site_file)
+        env.update(LD_PRELOAD=MALLOC_SO, PC_FAULT_MALLOC=str(n), PC_FAULT_MALLOC_SITE=site_file)
         p = subprocess.run([PROGRAM] + args, cwd=work, env=env, stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
         site = ""
@@ -473,7 +478,7 @@ class StraceInjection(FaultBase):
                 scope = int(f.read())
         except (OSError, ValueError):
             scope = 0
-        if FAULT_SO and scope >= 1 and os.geteuid() != 0:
+        if STOP_SO and scope >= 1 and os.geteuid() != 0:
             self.skipTest("kernel.yama.ptrace_scope=%d: strace -p cannot attach to a process it did not "
                           "start (run as root, or set it to 0)" % scope)
         probe = subprocess.run(["strace", "-f", "-qq", "-o", "/dev/null", "-e", "inject=close:error=EIO:when=99",
@@ -527,7 +532,7 @@ class StraceInjection(FaultBase):
 
 class MallocFailure(FaultBase):
     """The Nth allocation of the run fails: malloc(), calloc() or realloc()
-    of any library or the program, through tests/faults/fault.c preloaded
+    of any library or the program, through tests/faults/malloc.c preloaded
     (the code base calls malloc at some sixty places and its libraries at
     many more: an LD_PRELOAD shim reaches them all with no hook in the
     program). Cold and warm scenarios, N from 1 to the count of a clean run
@@ -543,7 +548,7 @@ class MallocFailure(FaultBase):
 
     def setUp(self):
         PCTestCase.setUp(self)
-        if not FAULT_SO:
+        if not MALLOC_SO:
             self.skipTest("a static program cannot preload the allocation hook")
         with open(PROGRAM, "rb") as f:
             if b"__asan_init" in f.read():
@@ -557,7 +562,7 @@ class MallocFailure(FaultBase):
             work = self.fresh(base)
             count_file = os.path.join(self.tmp, "count.txt")
             env = child_env()
-            env.update(LD_PRELOAD=FAULT_SO, PC_FAULT_MALLOC_COUNT=count_file)
+            env.update(LD_PRELOAD=MALLOC_SO, PC_FAULT_MALLOC_COUNT=count_file)
             p = subprocess.run([PROGRAM, "-q"] + args, cwd=work, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=120)
             self.assertEqual(p.returncode, 0, p.stderr)

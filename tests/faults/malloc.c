@@ -1,11 +1,5 @@
-/* Preloaded by tests/test_faults.py (never part of the program).
- *
- * PC_FAULT_STOP: stops the program once the dynamic loader is done
- * (constructors run after every library is mapped), so that strace can
- * attach there and count, and fail, only the program's own system calls.
- * strace counts calls per thread (when=N): without this the main thread's
- * first calls would be the loader's, and an injection there would test
- * ld.so, not precompress.
+/* Preloaded by tests/test_faults.py (never part of the program; not with
+ * a sanitizer build, whose allocator this would bypass).
  *
  * PC_FAULT_MALLOC=N: the Nth malloc(), calloc() or realloc() of the
  * process from here on (all threads, every library: libc's own calls go
@@ -19,7 +13,6 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +29,7 @@ static int armed;
 static const char *count_file;
 static const char *site_file;
 
-__attribute__((constructor)) static void pc_fault_init(void) {
+__attribute__((constructor)) static void pc_fault_malloc_init(void) {
   const char *n = getenv("PC_FAULT_MALLOC");
   count_file = getenv("PC_FAULT_MALLOC_COUNT");
   site_file = getenv("PC_FAULT_MALLOC_SITE");
@@ -50,11 +43,9 @@ __attribute__((constructor)) static void pc_fault_init(void) {
     (void)backtrace(fr, 2);
   }
   armed = fail_at != 0 || count_file != NULL;
-  if (getenv("PC_FAULT_STOP") != NULL)
-    raise(SIGSTOP);
 }
 
-__attribute__((destructor)) static void pc_fault_fini(void) {
+__attribute__((destructor)) static void pc_fault_malloc_fini(void) {
   char buf[32];
   int fd, len;
 
