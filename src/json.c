@@ -1,5 +1,5 @@
 /* The manifest's JSON: string writers (pc__json_*) and helpers for
- * reading it back; the parsing itself is jansson's (see prev.c).
+ * reading it back; the parsing itself is jansson's (see manifest_read.c).
  */
 #include "json.h"
 

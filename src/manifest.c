@@ -1,10 +1,12 @@
 /* The manifest: one JSON document, sorted by (root, path bytes), with
  * nothing from the run's own clock in it, so the same tree and options give
- * the same bytes at any -j. Written like an output: temp file, rename.
+ * the same bytes at any -j. Written like an output: temp file, rename. The
+ * schema is in manifest.h; this is its writer, manifest_read.c its reader.
  */
 #include "run.h"
 
 #include "json.h"
+#include "manifest.h"
 #include "out.h"
 
 #include <fcntl.h>
@@ -79,12 +81,14 @@ int pc__manifest_ours(size_t len, int ours) {
 /* Whether the regular file open at fd may be replaced, by its bytes. */
 static int judge(int fd) {
   pc__buf_t b = {0};
-  int err, ours;
+  pc__mhead_t h;
+  int err;
 
   if ((err = pc__json_read_fd(fd, &b)) == 0) {
-    err = pc__prev_parse(NULL, &ours, (const char *)b.data, b.len, 0, NULL,
-                         PC_GZIP_ZLIB, 0, 0, NULL, 0, 1, 0);
-    err = err == -ENOMEM ? err : pc__manifest_ours(b.len, ours);
+    err = pc__manifest_read((const char *)b.data, b.len, NULL, &h);
+    err = err == -ENOMEM ? err
+                         : pc__manifest_ours(b.len, h.json && h.has_version);
+    pc__mhead_free(&h);
   }
   pc__buf_free(&b);
   return err;
@@ -136,9 +140,10 @@ static int put_ratio(pc__buf_t *b, uint64_t num, uint64_t den) {
                         digits, (unsigned long long)frac);
 }
 
+const char *const pc__manifest_level_key[PC_NFORMATS] = {
+    "gzip_level", "brotli_quality", "zstd_level"};
+
 static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
-  static const char *const level_key[PC_NFORMATS] = {
-      "gzip_level", "brotli_quality", "zstd_level"};
   const char *sep = "";
   int f, err = 0;
 
@@ -153,7 +158,8 @@ static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!(r->formats & PC_FMT_BIT(f)))
       continue;
-    err |= pc__buf_printf(b, ", \"%s\": %d", level_key[f], r->level[f]);
+    err |= pc__buf_printf(b, ", \"%s\": %d", pc__manifest_level_key[f],
+                          r->level[f]);
     /* Only when not zlib: default manifests stay as they were. */
     if (f == PC_GZ && r->gzip_engine != PC_GZIP_ZLIB)
       err |= pc__buf_printf(b, ", \"gzip_engine\": \"%s\"",
