@@ -311,21 +311,6 @@ typedef struct sink {
   int writing;
 } sink_t;
 
-/* Reads exactly n bytes at `off`. */
-static int pread_all(int fd, unsigned char *p, size_t n, off_t off) {
-  while (n > 0) {
-    ssize_t got = pread(fd, p, n, off);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      return got < 0 ? PC__ERRNO() : -EIO;
-    p += got;
-    n -= (size_t)got;
-    off += got;
-  }
-  return 0;
-}
-
 static int sink_open(sink_t *k) {
   struct stat st;
   off_t at = 0;
@@ -336,7 +321,7 @@ static int sink_open(sink_t *k) {
   while (at < k->same) {
     size_t n = k->same - at < (off_t)BLOCK ? (size_t)(k->same - at) : BLOCK;
     if ((err = pc__buf_reserve(&k->cmp, n)) != 0 ||
-        (err = pread_all(k->old, k->cmp.data, n, at)) != 0 ||
+        (err = pc__read_full(k->old, k->cmp.data, n, at)) != 0 ||
         (err = pc__out_write(&k->out, k->cmp.data, n)) != 0)
       return err;
     at += (off_t)n;
@@ -359,7 +344,7 @@ static int sink_put(sink_t *k, const void *p, size_t n) {
   if (!k->writing) {
     if (k->old >= 0 && (off_t)n <= k->old_size - k->same &&
         pc__buf_reserve(&k->cmp, n) == 0 &&
-        pread_all(k->old, k->cmp.data, n, k->same) == 0 &&
+        pc__read_full(k->old, k->cmp.data, n, k->same) == 0 &&
         memcmp(k->cmp.data, p, n) == 0) {
       k->same += (off_t)n;
       return 0;
