@@ -15,6 +15,10 @@
 
 #define PC__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* A macro's value as a string literal: PC__STR(PC_JOBS_MAX) is "1024". */
+#define PC__STR(x) PC__STR_(x)
+#define PC__STR_(x) #x
+
 #define PC__CONTAINER_OF(ptr, type, field)                                    \
   ((type *)((char *)(ptr) - offsetof(type, field)))
 
