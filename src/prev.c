@@ -12,6 +12,7 @@
  */
 #include "prev.h"
 
+#include "index.h"
 #include "json.h"
 #include "manifest.h"
 
@@ -20,8 +21,8 @@
 #include <string.h>
 #include <xxhash.h>
 
-/* The table: records in one array, their paths in one arena, and an open
- * addressing index over them (power-of-two size, at most half full).
+/* The table: records in one array, their paths in one arena, and the
+ * index (index.h) over them.
  */
 typedef struct entry {
   size_t off;    /* of the path (NUL-terminated) in names */
@@ -30,44 +31,43 @@ typedef struct entry {
   pc__prev_rec_t rec;
 } entry_t;
 
-typedef struct slot {
-  uint32_t hash; /* the low half of the key's hash */
-  uint32_t idx;  /* entry + 1; 0 for an empty slot */
-} slot_t;
-
 struct pc__prev {
-  slot_t *slots;
-  size_t cap;
+  pc__index_t ix;
   entry_t *ents;
   size_t n, capents;
   pc__buf_t names;
 };
 
-static uint64_t hash_key(uint32_t root, const char *s, size_t n) {
-  return XXH3_64bits_withSeed(s, n, root);
+/* What a record is looked up by. */
+typedef struct name_key {
+  uint32_t root;
+  const char *path;
+  size_t len;
+} name_key_t;
+
+static uint64_t hash_key(const name_key_t *k) {
+  return XXH3_64bits_withSeed(k->path, k->len, k->root);
 }
 
-static slot_t *slot_for(const pc__prev_t *p, uint32_t root, const char *path,
-                        size_t n, uint64_t h) {
-  size_t i = (size_t)h & (p->cap - 1);
-  for (; p->slots[i].idx != 0; i = (i + 1) & (p->cap - 1)) {
-    const entry_t *e = &p->ents[p->slots[i].idx - 1];
-    if (p->slots[i].hash == (uint32_t)h && e->root == root && e->len == n &&
-        memcmp(p->names.data + e->off, path, n) == 0)
-      break;
-  }
-  return &p->slots[i];
+static int entry_is(const void *ctx, uint32_t item, const void *key) {
+  const pc__prev_t *p = ctx;
+  const entry_t *e = &p->ents[item];
+  const name_key_t *k = key;
+  return e->root == k->root && e->len == k->len &&
+         memcmp(p->names.data + e->off, k->path, k->len) == 0;
 }
 
 const pc__prev_rec_t *pc__prev_find(const pc__prev_t *p, uint32_t root,
                                     const char *path) {
-  size_t n;
-  slot_t *s;
+  name_key_t k;
+  uint32_t item;
   if (p == NULL || p->n == 0)
     return NULL;
-  n = strlen(path);
-  s = slot_for(p, root, path, n, hash_key(root, path, n));
-  return s->idx != 0 ? &p->ents[s->idx - 1].rec : NULL;
+  k.root = root;
+  k.path = path;
+  k.len = strlen(path);
+  item = pc__index_find(&p->ix, hash_key(&k), entry_is, p, &k);
+  return item != UINT32_MAX ? &p->ents[item].rec : NULL;
 }
 
 const pc__prev_rec_t *pc__prev_next(const pc__prev_t *p, uint32_t root,
@@ -99,46 +99,24 @@ const char *pc__prev_path(const pc__prev_t *p, const pc__prev_rec_t *rec) {
 void pc__prev_free(pc__prev_t *p) {
   if (p == NULL)
     return;
-  free(p->slots);
+  pc__index_free(&p->ix);
   free(p->ents);
   pc__buf_free(&p->names);
   free(p);
 }
 
-/* Doubles the index. The slot's hash half places it: the index never has
- * 2^32 slots (entries are counted in 32 bits).
- */
-static int grow(pc__prev_t *p) {
-  size_t cap = p->cap ? p->cap * 2 : 1024, i, j;
-  slot_t *slots;
-
-  if (cap > (size_t)UINT32_MAX || (slots = calloc(cap, sizeof(*slots))) == NULL)
-    return -ENOMEM;
-  for (i = 0; i < p->cap; i++) {
-    if (p->slots[i].idx == 0)
-      continue;
-    for (j = p->slots[i].hash & (cap - 1); slots[j].idx != 0;
-         j = (j + 1) & (cap - 1))
-      ;
-    slots[j] = p->slots[i];
-  }
-  free(p->slots);
-  p->slots = slots;
-  p->cap = cap;
-  return 0;
-}
-
 static int add(pc__prev_t *p, uint32_t root, const char *path, size_t n,
                const pc__prev_rec_t *rec) {
-  uint64_t h = hash_key(root, path, n);
+  name_key_t k = {root, path, n};
+  uint64_t h = hash_key(&k);
   entry_t *e;
-  slot_t *s;
+  size_t s;
   int err;
 
-  if ((p->n + 1) * 2 > p->cap && (err = grow(p)) != 0)
+  if ((err = pc__index_reserve(&p->ix)) != 0)
     return err;
-  s = slot_for(p, root, path, n, h);
-  if (s->idx != 0)
+  s = pc__index_slot(&p->ix, h, entry_is, p, &k);
+  if (pc__index_item(&p->ix, s) != UINT32_MAX)
     return 0; /* a duplicate line: the first one stands */
   if (p->n == p->capents) {
     size_t cap = p->capents ? p->capents * 2 : 1024;
@@ -158,8 +136,7 @@ static int add(pc__prev_t *p, uint32_t root, const char *path, size_t n,
   memcpy(p->names.data + p->names.len, path, n);
   p->names.data[p->names.len + n] = '\0';
   p->names.len += n + 1;
-  s->hash = (uint32_t)h;
-  s->idx = (uint32_t)++p->n;
+  pc__index_put(&p->ix, s, h, (uint32_t)p->n++);
   return 0;
 }
 
