@@ -108,7 +108,7 @@ int pc__manifest_check(const char *path, int writing, pc__mold_t *old,
   return err;
 }
 
-static int cmp_rec(const void *a, const void *b) {
+int pc__manifest_cmp_rec(const void *a, const void *b) {
   const pc__rec_t *x = a, *y = b;
   if (x->root != y->root)
     return x->root < y->root ? -1 : 1;
@@ -396,7 +396,7 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
     }
   }
   if (r->nrecs > 1)
-    qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
+    qsort(r->recs, r->nrecs, sizeof(*r->recs), pc__manifest_cmp_rec);
   if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0)
     goto out;
   err |= pc__buf_puts(&b, "{\n  \"precompress\": 1,\n");

@@ -34,6 +34,12 @@
  */
 extern const char *const pc__manifest_level_key[PC_NFORMATS];
 
+/* The order of "files": by root, then path bytes (strcmp). A qsort()
+ * comparator of pc__rec_t (run.h); merge.c finds a file two shards both
+ * list by it too.
+ */
+int pc__manifest_cmp_rec(const void *a, const void *b);
+
 /* "options", decoded. Every field is 0 when the key is absent or the value
  * of another kind; nothing is judged here (each user has its own rules).
  */

@@ -126,13 +126,6 @@ static int parse_options(const pc__mopt_t *o, pc__mdoc_t *d) {
   return PC_ENOTMANIFEST;
 }
 
-static int cmp_rec(const void *a, const void *b) {
-  const pc__rec_t *x = a, *y = b;
-  if (x->root != y->root)
-    return x->root < y->root ? -1 : 1;
-  return strcmp(x->path, y->path);
-}
-
 /* The records of all inputs so far, and what the one being read needs. */
 typedef struct merge {
   pc__rec_t *recs;
@@ -312,9 +305,9 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
   at = nin - 1;
   d.recs = m.recs;
   d.nrecs = m.nrecs;
-  qsort(d.recs, d.nrecs, sizeof(*d.recs), cmp_rec);
+  qsort(d.recs, d.nrecs, sizeof(*d.recs), pc__manifest_cmp_rec);
   for (k = 1; k < d.nrecs; k++) {
-    if (cmp_rec(&d.recs[k - 1], &d.recs[k]) == 0) {
+    if (pc__manifest_cmp_rec(&d.recs[k - 1], &d.recs[k]) == 0) {
       err = -EEXIST;
       goto out;
     }
