@@ -355,12 +355,90 @@ static int sink_put(sink_t *k, const void *p, size_t n) {
   return pc__out_write(&k->out, p, n);
 }
 
+/* What is at the sink's path now, checked again just before writing: the
+ * run may have taken minutes. Only a regular file can be left as it is; a
+ * symlink there is replaced, as always. A regular file other than the one
+ * checked before is judged by its bytes. snk->old is left open on it (the
+ * caller closes it), -1 when there is none to compare with.
+ */
+static int sink_look(sink_t *snk, pc__mold_t *now) {
+  const pc__mold_t *was = snk->to->checked;
+  struct stat st;
+  int err;
+
+  if (output_name(snk->to->path))
+    return PC_EOUTNAME;
+  if ((err = look(snk->to->path, now, &snk->old)) != 0)
+    return err;
+  if (snk->old >= 0 && now->size > 0 &&
+      (was == NULL || !was->regular || was->dev != now->dev ||
+       was->ino != now->ino) &&
+      (err = judge(snk->old)) != 0)
+    return err;
+  if (snk->old >= 0 && fstat(snk->old, &st) == 0) {
+    snk->old_size = st.st_size;
+    snk->old_ctime = st.st_ctim;
+  } else if (snk->old >= 0) {
+    close(snk->old);
+    snk->old = -1;
+  }
+  return 0;
+}
+
+/* Everything before the first line of "files" (the schema's order,
+ * manifest.h). 0 or -ENOMEM.
+ */
+static int put_head(pc__buf_t *b, const pc__mdoc_t *r) {
+  int err = 0;
+
+  err |= pc__buf_puts(b, "{\n  \"precompress\": 1,\n");
+  if (r->incomplete)
+    err |= pc__buf_puts(b, "  \"incomplete\": true,\n");
+  if (put_options(b, r) != 0)
+    err = -ENOMEM;
+  if (r->nroots > 1) {
+    uint32_t k;
+    err |= pc__buf_puts(b, "  \"roots\": [");
+    for (k = 0; k < r->nroots; k++) {
+      const char *l = r->labels[k];
+      err |= pc__buf_puts(b, k ? ", " : "");
+      err |= pc__json_str(b, l, strlen(l), NULL);
+    }
+    err |= pc__buf_puts(b, "],\n");
+  }
+  err |= pc__buf_puts(b, "  \"files\": [\n");
+  return err ? -ENOMEM : 0;
+}
+
+/* All of the text has gone to the sink: the temp file takes the name,
+ * unless the old manifest there holds the same bytes (it stands as it is,
+ * its mtime too).
+ */
+static int sink_commit(sink_t *snk, const pc__mold_t *now) {
+  struct stat st;
+  mode_t mask;
+  int err;
+
+  if (!snk->writing && snk->same == snk->old_size)
+    return 0;
+  /* The mode of the file it replaces (a private manifest stays private);
+   * a new one is an ordinary file: 0666 less the umask. Stamped now.
+   */
+  mask = umask(0);
+  umask(mask);
+  memset(&st, 0, sizeof(st));
+  st.st_mode = snk->old >= 0 ? now->mode & 0777 : 0666 & ~mask;
+  st.st_atim.tv_nsec = UTIME_NOW;
+  st.st_mtim.tv_nsec = UTIME_NOW;
+  if (!snk->writing && (err = sink_open(snk)) != 0)
+    return err;
+  return pc__out_commit(&snk->out, snk->to->path, &st, snk->to->sync);
+}
+
 int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
   pc__buf_t b = {0};
   pc__mold_t now;
   sink_t snk;
-  struct stat st;
-  mode_t mask;
   size_t i;
   int err = 0;
 
@@ -369,52 +447,13 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
   snk.to = to;
   snk.old = -1;
   snk.out = (pc__out_t)PC__OUT_INIT;
-  if (to->path != NULL) {
-    const pc__mold_t *was = to->checked;
-    /* Checked again just before writing: the run may have taken minutes.
-     * Only a regular file can be left as it is; a symlink there is
-     * replaced, as always. A regular file other than the one checked
-     * before is judged by its bytes.
-     */
-    if (output_name(to->path)) {
-      err = PC_EOUTNAME;
-      goto out;
-    }
-    if ((err = look(to->path, &now, &snk.old)) != 0)
-      goto out;
-    if (snk.old >= 0 && now.size > 0 &&
-        (was == NULL || !was->regular || was->dev != now.dev ||
-         was->ino != now.ino) &&
-        (err = judge(snk.old)) != 0)
-      goto out;
-    if (snk.old >= 0 && fstat(snk.old, &st) == 0) {
-      snk.old_size = st.st_size;
-      snk.old_ctime = st.st_ctim;
-    } else if (snk.old >= 0) {
-      close(snk.old);
-      snk.old = -1;
-    }
-  }
+  if (to->path != NULL && (err = sink_look(&snk, &now)) != 0)
+    goto out;
   if (r->nrecs > 1)
     qsort(r->recs, r->nrecs, sizeof(*r->recs), pc__manifest_cmp_rec);
   if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0)
     goto out;
-  err |= pc__buf_puts(&b, "{\n  \"precompress\": 1,\n");
-  if (r->incomplete)
-    err |= pc__buf_puts(&b, "  \"incomplete\": true,\n");
-  if (put_options(&b, r) != 0)
-    err = -ENOMEM;
-  if (r->nroots > 1) {
-    uint32_t k;
-    err |= pc__buf_puts(&b, "  \"roots\": [");
-    for (k = 0; k < r->nroots; k++) {
-      const char *l = r->labels[k];
-      err |= pc__buf_puts(&b, k ? ", " : "");
-      err |= pc__json_str(&b, l, strlen(l), NULL);
-    }
-    err |= pc__buf_puts(&b, "],\n");
-  }
-  err |= pc__buf_puts(&b, "  \"files\": [\n");
+  err = put_head(&b, r);
   for (i = 0; i < r->nrecs && err == 0; i++) {
     if (put_file(&b, r, &r->recs[i]) != 0)
       err = -ENOMEM;
@@ -433,23 +472,9 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
     err = -ENOMEM;
     goto out;
   }
-
   if ((err = sink_put(&snk, b.data, b.len)) != 0 || to->path == NULL)
     goto out;
-  if (!snk.writing && snk.same == snk.old_size)
-    goto out; /* the same bytes: the old manifest stands as it is */
-  /* The mode of the file it replaces (a private manifest stays private);
-   * a new one is an ordinary file: 0666 less the umask. Stamped now.
-   */
-  mask = umask(0);
-  umask(mask);
-  memset(&st, 0, sizeof(st));
-  st.st_mode = snk.old >= 0 ? now.mode & 0777 : 0666 & ~mask;
-  st.st_atim.tv_nsec = UTIME_NOW;
-  st.st_mtim.tv_nsec = UTIME_NOW;
-  if ((!snk.writing && (err = sink_open(&snk)) != 0) ||
-      (err = pc__out_commit(&snk.out, to->path, &st, to->sync)) != 0)
-    goto out;
+  err = sink_commit(&snk, &now);
 out:
   pc__out_discard(&snk.out);
   if (snk.old >= 0)

@@ -20,9 +20,10 @@
  *      ...],
  *    "totals": {...}}                        computed from the lines; never read
  *
- * Manifests of older versions of this program wrote a subset of this (no
- * gzip_engine, min_size, path_hex or roots), and still read: every key the
- * readers need is looked at, and absent ones are told apart from wrong ones.
+ * The reader tells an absent key from a wrong one and judges nothing, so
+ * each user decides what a manifest without a key means (prev.c: no
+ * gzip_engine is zlib; merge.c: no min_size is not a manifest it can
+ * merge), as it did before there was one reader.
  */
 #ifndef PC_MANIFEST_H
 #define PC_MANIFEST_H
