@@ -227,7 +227,8 @@ typedef struct pc_options {
   size_t nexclude;
 
   int follow;       /* enter symlinked directories */
-  unsigned jobs;    /* files compressed at once; 0 = pc_default_jobs() */
+  unsigned jobs;    /* files compressed at once, at most PC_JOBS_MAX;
+                       0 = pc_default_jobs() */
   /* Write the JSON manifest here (NULL: none). When it exists already and
    * was written with the same formats, levels and ratio, a file whose size
    * and mtime match its record and whose outputs are present with the
@@ -295,10 +296,22 @@ PC_EXTERN void pc_options_init(pc_options_t *opts);
 /* The default skip list (NULL-terminated); *n receives its length. */
 PC_EXTERN const char *const *pc_default_skip_ext(size_t *n);
 
+/* The most files compressed at once (pc_options_t.jobs). */
+#define PC_JOBS_MAX 1024
+
 /* CPUs this process may use: the affinity mask, capped by a cgroup CPU
- * quota (v2 cpu.max or v1 cfs_quota/period), at least 1.
+ * quota (v2 cpu.max or v1 cfs_quota/period), at least 1, at most
+ * PC_JOBS_MAX.
  */
 PC_EXTERN unsigned pc_default_jobs(void);
+
+/* The levels format f takes, *lo..*hi, and its default *dflt; for gzip,
+ * with `engine` (zlib 1..9, libdeflate 1..12, zopfli 1..1000 iterations),
+ * else engine is not looked at. 0, or -EINVAL for a format or engine this
+ * library does not know (any pointer may be NULL).
+ */
+PC_EXTERN int pc_level_range(pc_format_t f, pc_gzip_engine_t engine, int *lo,
+                             int *hi, int *dflt);
 
 /* No memory limit (pc_options_t.memory_limit, pc_memlimit_t.limit). */
 #define PC_MEMORY_UNLIMITED UINT64_MAX

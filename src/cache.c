@@ -142,19 +142,6 @@ static int entry_path(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
   return k > 0 && (size_t)k < n ? 0 : -ENAMETOOLONG;
 }
 
-static int read_all(int fd, unsigned char *p, size_t n) {
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
 int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
                   pc_format_t f, int level, pc_gzip_engine_t engine,
                   pc__cache_hit_t *hit) {
@@ -176,7 +163,7 @@ int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
   if (fd < 0)
     return 0;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      read_all(fd, hdr, HDR) != 0 || memcmp(hdr, MAGIC, 8) != 0)
+      pc__read_full(fd, hdr, HDR, -1) != 0 || memcmp(hdr, MAGIC, 8) != 0)
     goto out;
   hit->len = get64(hdr + 16);
   hit->limit = get64(hdr + 24);
@@ -193,7 +180,7 @@ int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
   XXH3_128bits_reset(xs);
   for (left = hit->len; left > 0;) {
     size_t n = left < BUF ? (size_t)left : BUF;
-    if (read_all(fd, buf, n) != 0)
+    if (pc__read_full(fd, buf, n, -1) != 0)
       goto out;
     XXH3_128bits_update(xs, buf, n);
     left -= n;

@@ -10,9 +10,14 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define PC__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A macro's value as a string literal: PC__STR(PC_JOBS_MAX) is "1024". */
+#define PC__STR(x) PC__STR_(x)
+#define PC__STR_(x) #x
 
 #define PC__CONTAINER_OF(ptr, type, field)                                    \
   ((type *)((char *)(ptr) - offsetof(type, field)))
@@ -56,6 +61,12 @@ int pc__buf_puts(pc__buf_t *b, const char *s);
 int pc__buf_printf(pc__buf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void pc__buf_free(pc__buf_t *b);
+
+/* Reads exactly n bytes into buf: at `off` (pread) or, with off -1, from
+ * the file's position (read). 0, a negative errno, or PC_ECHANGED when the
+ * file ends first (io.c).
+ */
+int pc__read_full(int fd, void *buf, size_t n, off_t off);
 
 /* malloc'd copy of s, or NULL. */
 char *pc__strdup(const char *s);

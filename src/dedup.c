@@ -1,5 +1,7 @@
 #include "dedup.h"
 
+#include "index.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,8 +9,9 @@ struct pc__dedup {
   uv_mutex_t lock;
   uint64_t kept; /* bytes of outputs held, against keep_max */
   uint64_t keep_max;
-  pc__content_t **slots; /* open addressing, power-of-two size */
-  size_t cap, n;
+  pc__content_t **all; /* every content claimed, in claim order */
+  size_t n, capall;
+  pc__index_t ix;      /* over all[], by (size, hash) */
 };
 
 int pc__dedup_new(pc__dedup_t **out) {
@@ -29,63 +32,58 @@ void pc__dedup_free(pc__dedup_t *d) {
   size_t i;
   if (d == NULL)
     return;
-  for (i = 0; i < d->cap; i++) {
-    if (d->slots[i] != NULL) {
-      int f;
-      for (f = 0; f < PC_NFORMATS; f++)
-        free(d->slots[i]->bytes[f]);
-      free(d->slots[i]->leader);
-      free(d->slots[i]);
-    }
+  for (i = 0; i < d->n; i++) {
+    int f;
+    for (f = 0; f < PC_NFORMATS; f++)
+      free(d->all[i]->bytes[f]);
+    free(d->all[i]->leader);
+    free(d->all[i]);
   }
-  free(d->slots);
+  free(d->all);
+  pc__index_free(&d->ix);
   uv_mutex_destroy(&d->lock);
   free(d);
 }
 
-static size_t slot_of(const pc__dedup_t *d, uint64_t size, const uint64_t *h) {
-  size_t i = (size_t)(h[0] ^ size) & (d->cap - 1);
-  for (; d->slots[i] != NULL; i = (i + 1) & (d->cap - 1)) {
-    const pc__content_t *c = d->slots[i];
-    if (c->size == size && c->h[0] == h[0] && c->h[1] == h[1])
-      break;
-  }
-  return i;
-}
+/* A content's key: its size and hash. */
+typedef struct content_key {
+  uint64_t size;
+  const uint64_t *h;
+} content_key_t;
 
-static int grow(pc__dedup_t *d) {
-  size_t ncap = d->cap ? d->cap * 2 : 1024, i;
-  pc__dedup_t g;
-  g.cap = ncap;
-  g.slots = calloc(ncap, sizeof(*g.slots));
-  if (g.slots == NULL)
-    return -ENOMEM;
-  for (i = 0; i < d->cap; i++) {
-    pc__content_t *c = d->slots[i];
-    if (c != NULL)
-      g.slots[slot_of(&g, c->size, c->h)] = c;
-  }
-  free(d->slots);
-  d->slots = g.slots;
-  d->cap = ncap;
-  return 0;
+static int content_is(const void *ctx, uint32_t item, const void *key) {
+  const pc__content_t *c = ((const pc__dedup_t *)ctx)->all[item];
+  const content_key_t *k = key;
+  return c->size == k->size && c->h[0] == k->h[0] && c->h[1] == k->h[1];
 }
 
 int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
                     const char *path, pc__content_t **out, pc__claim_t *how) {
+  content_key_t k = {size, h};
   pc__content_t *c;
-  size_t i;
+  size_t s;
   int err = 0;
 
   *out = NULL;
   uv_mutex_lock(&d->lock);
-  if ((d->n + 1) * 2 > d->cap && (err = grow(d)) != 0)
+  if ((err = pc__index_reserve(&d->ix)) != 0)
     goto out;
-  i = slot_of(d, size, h);
-  if ((c = d->slots[i]) != NULL) {
+  s = pc__index_slot(&d->ix, h[0] ^ size, content_is, d, &k);
+  if (pc__index_item(&d->ix, s) != UINT32_MAX) {
+    c = d->all[pc__index_item(&d->ix, s)];
     *how = c->done ? PC__CLAIM_COPY : PC__CLAIM_WAIT;
     *out = c;
     goto out;
+  }
+  if (d->n == d->capall) {
+    size_t ncap = d->capall ? d->capall * 2 : 1024;
+    pc__content_t **all = realloc(d->all, ncap * sizeof(*all));
+    if (all == NULL) {
+      err = -ENOMEM;
+      goto out;
+    }
+    d->all = all;
+    d->capall = ncap;
   }
   c = calloc(1, sizeof(*c));
   if (c == NULL || (c->leader = pc__strdup(path)) == NULL) {
@@ -96,8 +94,8 @@ int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
   c->size = size;
   c->h[0] = h[0];
   c->h[1] = h[1];
-  d->slots[i] = c;
-  d->n++;
+  d->all[d->n] = c;
+  pc__index_put(&d->ix, s, h[0] ^ size, (uint32_t)d->n++);
   *how = PC__CLAIM_LEAD;
   *out = c;
 out:

@@ -164,23 +164,6 @@ static int stopping(const pc__job_t *j) {
                               memory_order_relaxed);
 }
 
-/* Reads exactly n bytes. PC_ECHANGED when the file ends first. */
-static int read_full(int fd, unsigned char *p, size_t n) {
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0) {
-      if (errno == EINTR)
-        continue;
-      return PC__ERRNO();
-    }
-    if (r == 0)
-      return PC_ECHANGED; /* truncated while we read it */
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
 /* Moves buffered output to the temp file (created on first use). In a dry
  * run nothing is written: only the count matters.
  */
@@ -227,7 +210,7 @@ static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
   if (j->size <= CHUNK) {
     if ((buf = malloc(j->size)) == NULL)
       return -ENOMEM;
-    if ((err = read_full(fd, buf, j->size)) != 0) {
+    if ((err = pc__read_full(fd, buf, j->size, -1)) != 0) {
       free(buf);
       return err;
     }
@@ -244,7 +227,7 @@ static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
     XXH3_128bits_reset(st);
     while (left > 0 && err == 0) {
       size_t n = left < CHUNK ? (size_t)left : CHUNK;
-      if ((err = read_full(fd, buf, n)) == 0) {
+      if ((err = pc__read_full(fd, buf, n, -1)) == 0) {
         XXH3_128bits_update(st, buf, n);
         left -= n;
       }
@@ -281,7 +264,7 @@ static int compress_all(pc__job_t *j, int fd, struct fmt_state *fs,
     size_t got = j->size - done < bufsize ? (size_t)(j->size - done) : bufsize;
     const unsigned char *in = whole;
     if (whole == NULL) {
-      if ((err = read_full(fd, buf, got)) != 0)
+      if ((err = pc__read_full(fd, buf, got, -1)) != 0)
         goto out;
       in = buf;
     } else {
@@ -345,13 +328,13 @@ static int same_bytes(pc__job_t *j, int fd, const unsigned char *whole,
     size_t n = left < CHUNK ? (size_t)left : CHUNK;
     const unsigned char *mine = whole + (j->size - left);
     if (whole == NULL) {
-      if ((err = read_full(fd, a, n)) != 0) {
+      if ((err = pc__read_full(fd, a, n, -1)) != 0) {
         ret = err;
         break;
       }
       mine = a;
     }
-    if (read_full(ofd, b, n) != 0 || memcmp(mine, b, n) != 0)
+    if (pc__read_full(ofd, b, n, -1) != 0 || memcmp(mine, b, n) != 0)
       ret = 0;
     left -= n;
   }
@@ -416,7 +399,7 @@ static int copy_fd(pc__job_t *j, struct fmt_state *s, int fd, uint64_t n) {
   }
   while (n > 0) {
     size_t k = n < COPY_BUF ? (size_t)n : COPY_BUF;
-    if ((err = read_full(fd, buf, k)) != 0) {
+    if ((err = pc__read_full(fd, buf, k, -1)) != 0) {
       fail(j, err == PC_ECHANGED ? -EIO : err, NULL);
       goto out;
     }

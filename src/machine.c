@@ -145,7 +145,7 @@ unsigned pc_default_jobs(void) {
   q = quota_cpus("");
   if (q > 0 && q < n)
     n = q;
-  return n > 1024 ? 1024 : n;
+  return n > PC_JOBS_MAX ? PC_JOBS_MAX : n;
 }
 
 /* The smallest bound seen so far and where it came from. */

@@ -1,10 +1,12 @@
 /* The manifest: one JSON document, sorted by (root, path bytes), with
  * nothing from the run's own clock in it, so the same tree and options give
- * the same bytes at any -j. Written like an output: temp file, rename.
+ * the same bytes at any -j. Written like an output: temp file, rename. The
+ * schema is in manifest.h; this is its writer, manifest_read.c its reader.
  */
 #include "run.h"
 
 #include "json.h"
+#include "manifest.h"
 #include "out.h"
 
 #include <fcntl.h>
@@ -79,12 +81,14 @@ int pc__manifest_ours(size_t len, int ours) {
 /* Whether the regular file open at fd may be replaced, by its bytes. */
 static int judge(int fd) {
   pc__buf_t b = {0};
-  int err, ours;
+  pc__mhead_t h;
+  int err;
 
   if ((err = pc__json_read_fd(fd, &b)) == 0) {
-    err = pc__prev_parse(NULL, &ours, (const char *)b.data, b.len, 0, NULL,
-                         PC_GZIP_ZLIB, 0, 0, NULL, 0, 1, 0);
-    err = err == -ENOMEM ? err : pc__manifest_ours(b.len, ours);
+    err = pc__manifest_read((const char *)b.data, b.len, NULL, &h);
+    err = err == -ENOMEM ? err
+                         : pc__manifest_ours(b.len, h.json && h.has_version);
+    pc__mhead_free(&h);
   }
   pc__buf_free(&b);
   return err;
@@ -104,7 +108,7 @@ int pc__manifest_check(const char *path, int writing, pc__mold_t *old,
   return err;
 }
 
-static int cmp_rec(const void *a, const void *b) {
+int pc__manifest_cmp_rec(const void *a, const void *b) {
   const pc__rec_t *x = a, *y = b;
   if (x->root != y->root)
     return x->root < y->root ? -1 : 1;
@@ -136,9 +140,10 @@ static int put_ratio(pc__buf_t *b, uint64_t num, uint64_t den) {
                         digits, (unsigned long long)frac);
 }
 
+const char *const pc__manifest_level_key[PC_NFORMATS] = {
+    "gzip_level", "brotli_quality", "zstd_level"};
+
 static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
-  static const char *const level_key[PC_NFORMATS] = {
-      "gzip_level", "brotli_quality", "zstd_level"};
   const char *sep = "";
   int f, err = 0;
 
@@ -153,7 +158,8 @@ static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!(r->formats & PC_FMT_BIT(f)))
       continue;
-    err |= pc__buf_printf(b, ", \"%s\": %d", level_key[f], r->level[f]);
+    err |= pc__buf_printf(b, ", \"%s\": %d", pc__manifest_level_key[f],
+                          r->level[f]);
     /* Only when not zlib: default manifests stay as they were. */
     if (f == PC_GZ && r->gzip_engine != PC_GZIP_ZLIB)
       err |= pc__buf_printf(b, ", \"gzip_engine\": \"%s\"",
@@ -305,21 +311,6 @@ typedef struct sink {
   int writing;
 } sink_t;
 
-/* Reads exactly n bytes at `off`. */
-static int pread_all(int fd, unsigned char *p, size_t n, off_t off) {
-  while (n > 0) {
-    ssize_t got = pread(fd, p, n, off);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      return got < 0 ? PC__ERRNO() : -EIO;
-    p += got;
-    n -= (size_t)got;
-    off += got;
-  }
-  return 0;
-}
-
 static int sink_open(sink_t *k) {
   struct stat st;
   off_t at = 0;
@@ -330,7 +321,7 @@ static int sink_open(sink_t *k) {
   while (at < k->same) {
     size_t n = k->same - at < (off_t)BLOCK ? (size_t)(k->same - at) : BLOCK;
     if ((err = pc__buf_reserve(&k->cmp, n)) != 0 ||
-        (err = pread_all(k->old, k->cmp.data, n, at)) != 0 ||
+        (err = pc__read_full(k->old, k->cmp.data, n, at)) != 0 ||
         (err = pc__out_write(&k->out, k->cmp.data, n)) != 0)
       return err;
     at += (off_t)n;
@@ -353,7 +344,7 @@ static int sink_put(sink_t *k, const void *p, size_t n) {
   if (!k->writing) {
     if (k->old >= 0 && (off_t)n <= k->old_size - k->same &&
         pc__buf_reserve(&k->cmp, n) == 0 &&
-        pread_all(k->old, k->cmp.data, n, k->same) == 0 &&
+        pc__read_full(k->old, k->cmp.data, n, k->same) == 0 &&
         memcmp(k->cmp.data, p, n) == 0) {
       k->same += (off_t)n;
       return 0;
@@ -364,12 +355,90 @@ static int sink_put(sink_t *k, const void *p, size_t n) {
   return pc__out_write(&k->out, p, n);
 }
 
+/* What is at the sink's path now, checked again just before writing: the
+ * run may have taken minutes. Only a regular file can be left as it is; a
+ * symlink there is replaced, as always. A regular file other than the one
+ * checked before is judged by its bytes. snk->old is left open on it (the
+ * caller closes it), -1 when there is none to compare with.
+ */
+static int sink_look(sink_t *snk, pc__mold_t *now) {
+  const pc__mold_t *was = snk->to->checked;
+  struct stat st;
+  int err;
+
+  if (output_name(snk->to->path))
+    return PC_EOUTNAME;
+  if ((err = look(snk->to->path, now, &snk->old)) != 0)
+    return err;
+  if (snk->old >= 0 && now->size > 0 &&
+      (was == NULL || !was->regular || was->dev != now->dev ||
+       was->ino != now->ino) &&
+      (err = judge(snk->old)) != 0)
+    return err;
+  if (snk->old >= 0 && fstat(snk->old, &st) == 0) {
+    snk->old_size = st.st_size;
+    snk->old_ctime = st.st_ctim;
+  } else if (snk->old >= 0) {
+    close(snk->old);
+    snk->old = -1;
+  }
+  return 0;
+}
+
+/* Everything before the first line of "files" (the schema's order,
+ * manifest.h). 0 or -ENOMEM.
+ */
+static int put_head(pc__buf_t *b, const pc__mdoc_t *r) {
+  int err = 0;
+
+  err |= pc__buf_puts(b, "{\n  \"precompress\": 1,\n");
+  if (r->incomplete)
+    err |= pc__buf_puts(b, "  \"incomplete\": true,\n");
+  if (put_options(b, r) != 0)
+    err = -ENOMEM;
+  if (r->nroots > 1) {
+    uint32_t k;
+    err |= pc__buf_puts(b, "  \"roots\": [");
+    for (k = 0; k < r->nroots; k++) {
+      const char *l = r->labels[k];
+      err |= pc__buf_puts(b, k ? ", " : "");
+      err |= pc__json_str(b, l, strlen(l), NULL);
+    }
+    err |= pc__buf_puts(b, "],\n");
+  }
+  err |= pc__buf_puts(b, "  \"files\": [\n");
+  return err ? -ENOMEM : 0;
+}
+
+/* All of the text has gone to the sink: the temp file takes the name,
+ * unless the old manifest there holds the same bytes (it stands as it is,
+ * its mtime too).
+ */
+static int sink_commit(sink_t *snk, const pc__mold_t *now) {
+  struct stat st;
+  mode_t mask;
+  int err;
+
+  if (!snk->writing && snk->same == snk->old_size)
+    return 0;
+  /* The mode of the file it replaces (a private manifest stays private);
+   * a new one is an ordinary file: 0666 less the umask. Stamped now.
+   */
+  mask = umask(0);
+  umask(mask);
+  memset(&st, 0, sizeof(st));
+  st.st_mode = snk->old >= 0 ? now->mode & 0777 : 0666 & ~mask;
+  st.st_atim.tv_nsec = UTIME_NOW;
+  st.st_mtim.tv_nsec = UTIME_NOW;
+  if (!snk->writing && (err = sink_open(snk)) != 0)
+    return err;
+  return pc__out_commit(&snk->out, snk->to->path, &st, snk->to->sync);
+}
+
 int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
   pc__buf_t b = {0};
   pc__mold_t now;
   sink_t snk;
-  struct stat st;
-  mode_t mask;
   size_t i;
   int err = 0;
 
@@ -378,52 +447,13 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
   snk.to = to;
   snk.old = -1;
   snk.out = (pc__out_t)PC__OUT_INIT;
-  if (to->path != NULL) {
-    const pc__mold_t *was = to->checked;
-    /* Checked again just before writing: the run may have taken minutes.
-     * Only a regular file can be left as it is; a symlink there is
-     * replaced, as always. A regular file other than the one checked
-     * before is judged by its bytes.
-     */
-    if (output_name(to->path)) {
-      err = PC_EOUTNAME;
-      goto out;
-    }
-    if ((err = look(to->path, &now, &snk.old)) != 0)
-      goto out;
-    if (snk.old >= 0 && now.size > 0 &&
-        (was == NULL || !was->regular || was->dev != now.dev ||
-         was->ino != now.ino) &&
-        (err = judge(snk.old)) != 0)
-      goto out;
-    if (snk.old >= 0 && fstat(snk.old, &st) == 0) {
-      snk.old_size = st.st_size;
-      snk.old_ctime = st.st_ctim;
-    } else if (snk.old >= 0) {
-      close(snk.old);
-      snk.old = -1;
-    }
-  }
+  if (to->path != NULL && (err = sink_look(&snk, &now)) != 0)
+    goto out;
   if (r->nrecs > 1)
-    qsort(r->recs, r->nrecs, sizeof(*r->recs), cmp_rec);
+    qsort(r->recs, r->nrecs, sizeof(*r->recs), pc__manifest_cmp_rec);
   if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0)
     goto out;
-  err |= pc__buf_puts(&b, "{\n  \"precompress\": 1,\n");
-  if (r->incomplete)
-    err |= pc__buf_puts(&b, "  \"incomplete\": true,\n");
-  if (put_options(&b, r) != 0)
-    err = -ENOMEM;
-  if (r->nroots > 1) {
-    uint32_t k;
-    err |= pc__buf_puts(&b, "  \"roots\": [");
-    for (k = 0; k < r->nroots; k++) {
-      const char *l = r->labels[k];
-      err |= pc__buf_puts(&b, k ? ", " : "");
-      err |= pc__json_str(&b, l, strlen(l), NULL);
-    }
-    err |= pc__buf_puts(&b, "],\n");
-  }
-  err |= pc__buf_puts(&b, "  \"files\": [\n");
+  err = put_head(&b, r);
   for (i = 0; i < r->nrecs && err == 0; i++) {
     if (put_file(&b, r, &r->recs[i]) != 0)
       err = -ENOMEM;
@@ -442,23 +472,9 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
     err = -ENOMEM;
     goto out;
   }
-
   if ((err = sink_put(&snk, b.data, b.len)) != 0 || to->path == NULL)
     goto out;
-  if (!snk.writing && snk.same == snk.old_size)
-    goto out; /* the same bytes: the old manifest stands as it is */
-  /* The mode of the file it replaces (a private manifest stays private);
-   * a new one is an ordinary file: 0666 less the umask. Stamped now.
-   */
-  mask = umask(0);
-  umask(mask);
-  memset(&st, 0, sizeof(st));
-  st.st_mode = snk.old >= 0 ? now.mode & 0777 : 0666 & ~mask;
-  st.st_atim.tv_nsec = UTIME_NOW;
-  st.st_mtim.tv_nsec = UTIME_NOW;
-  if ((!snk.writing && (err = sink_open(&snk)) != 0) ||
-      (err = pc__out_commit(&snk.out, to->path, &st, to->sync)) != 0)
-    goto out;
+  err = sink_commit(&snk, &now);
 out:
   pc__out_discard(&snk.out);
   if (snk.old >= 0)

@@ -1,26 +1,24 @@
 /* pc_merge_manifests(): the manifests of shards (--shard K/N) of one tree
  * put back together, byte for byte what one run over the whole tree would
- * have written. The lines are read back into records and written by the
- * same code a run uses; the totals are computed from the lines.
+ * have written. Each is read by the one reader (manifest_read.c), its
+ * lines decoded back into records, and written by the same code a run
+ * uses; the totals are computed from the lines.
+ *
+ * Which error is reported, and for which input, is as when every input
+ * was read whole first: an input that cannot be read, is not JSON or is
+ * not a manifest, or is not a shard of the first one's job, comes before
+ * the first one's options being unusable, which comes before a line that
+ * is not a manifest's. So a bad line is noted, not reported, until every
+ * input has been read to its end.
  */
 #include "run.h"
 
 #include "json.h"
+#include "manifest.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The raw name: path_hex when present (a name that is not UTF-8). */
-static char *raw_path(json_t *fe) {
-  const char *hex = json_string_value(json_object_get(fe, "path_hex"));
-  const char *p = json_string_value(json_object_get(fe, "path"));
-
-  if (hex == NULL)
-    return p != NULL ? pc__strdup(p) : NULL;
-  return pc__unhex(hex);
-}
 
 static int parse_skip(const char *name, pc_skip_t *out) {
   int k;
@@ -33,109 +31,93 @@ static int parse_skip(const char *name, pc_skip_t *out) {
   return -1;
 }
 
-/* One "files" line back into a record. 0 or PC_ENOTMANIFEST (JSON, but
- * not a manifest's line).
- */
-static int parse_line(json_t *fe, unsigned formats, uint32_t nroots,
-                      pc__rec_t *rec) {
-  json_t *size = json_object_get(fe, "size");
-  json_t *mtime = json_object_get(fe, "mtime_ns");
-  json_t *root = json_object_get(fe, "root");
-  const char *skip = json_string_value(json_object_get(fe, "skipped"));
-  const char *err = json_string_value(json_object_get(fe, "error"));
-  int f;
-
-  memset(rec, 0, sizeof(*rec));
-  if (!json_is_object(fe) || !json_is_integer(size) ||
-      json_integer_value(size) < 0 || (mtime != NULL && !json_is_integer(mtime)))
-    return PC_ENOTMANIFEST;
-  if (root != NULL) {
-    if (!json_is_integer(root) || json_integer_value(root) < 0 ||
-        json_integer_value(root) >= nroots || nroots < 2)
+/* A line's root into rec. 0 or PC_ENOTMANIFEST. */
+static int line_root(const pc__mline_t *l, uint32_t nroots, pc__rec_t *rec) {
+  if (l->has_root) {
+    if (!l->root_int || l->root < 0 || l->root >= nroots || nroots < 2)
       return PC_ENOTMANIFEST;
-    rec->root = (uint32_t)json_integer_value(root);
+    rec->root = (uint32_t)l->root;
   } else if (nroots > 1) {
     return PC_ENOTMANIFEST;
   }
-  rec->size = (uint64_t)json_integer_value(size);
-  rec->mtime_ns = mtime != NULL ? (int64_t)json_integer_value(mtime) : 0;
-  if (skip != NULL && parse_skip(skip, &rec->skip) != 0)
+  return 0;
+}
+
+/* One "files" line back into a record. 0 or PC_ENOTMANIFEST (JSON, but
+ * not a manifest's line).
+ */
+static int parse_line(const pc__mline_t *l, unsigned formats, uint32_t nroots,
+                      pc__rec_t *rec) {
+  int f;
+
+  memset(rec, 0, sizeof(*rec));
+  if (!l->object || !l->size_int || l->size < 0 ||
+      (l->has_mtime && !l->mtime_int) || line_root(l, nroots, rec) != 0)
+    return PC_ENOTMANIFEST;
+  rec->size = (uint64_t)l->size;
+  rec->mtime_ns = l->has_mtime ? l->mtime_ns : 0;
+  if (l->skipped != NULL && parse_skip(l->skipped, &rec->skip) != 0)
     return PC_ENOTMANIFEST;
   for (f = 0; f < PC_NFORMATS; f++) {
-    json_t *o = json_object_get(fe, pc_format_ext((pc_format_t)f)), *osz;
-    if (o == NULL)
+    if (!l->out[f].has)
       continue;
-    if (!(formats & PC_FMT_BIT(f)) || !json_is_object(o))
+    if (!(formats & PC_FMT_BIT(f)) || !l->out[f].object)
       return PC_ENOTMANIFEST;
-    osz = json_object_get(o, "size");
-    if (json_is_integer(osz) && json_integer_value(osz) > 0) {
+    if (l->out[f].sized) {
       rec->out[f].state = PC_OUT_KEPT;
-      rec->out[f].size = (uint64_t)json_integer_value(osz);
-    } else if (json_is_string(json_object_get(o, "skipped"))) {
+      rec->out[f].size = (uint64_t)l->out[f].size;
+    } else if (l->out[f].ratio) {
       rec->out[f].state = PC_OUT_RATIO;
     } else {
       return PC_ENOTMANIFEST;
     }
   }
-  if (err != NULL) {
+  if (l->error != NULL) {
     rec->err = PC_ECODEC; /* any nonzero: the message is what is kept */
-    if ((rec->err_msg = pc__strdup(err)) == NULL)
+    if ((rec->err_msg = pc__strdup(l->error)) == NULL)
       return -ENOMEM;
   }
-  if ((rec->path = raw_path(fe)) == NULL)
-    return PC_ENOTMANIFEST;
-  return 0;
+  /* The raw name: path_hex when present (a name that is not UTF-8). */
+  rec->path = l->hex != NULL    ? pc__unhex(l->hex)
+              : l->path != NULL ? pc__strdup(l->path)
+                                : NULL;
+  return rec->path != NULL ? 0 : PC_ENOTMANIFEST;
 }
 
 /* The options block into d. max_ratio comes back as a double: the
  * shortest decimal that gives the same double is what the CLI parsed.
  */
-static int parse_options(json_t *opt, pc__mdoc_t *d) {
-  static const char *const level_key[PC_NFORMATS] = {
-      "gzip_level", "brotli_quality", "zstd_level"};
-  json_t *fl = json_object_get(opt, "formats"), *v;
-  double ratio;
+static int parse_options(const pc__mopt_t *o, pc__mdoc_t *d) {
   uint64_t den;
-  size_t i;
   int f;
 
-  if (!json_is_array(fl))
+  if (!o->formats_list)
     return PC_ENOTMANIFEST;
-  d->formats = 0;
-  json_array_foreach(fl, i, v) {
-    const char *s = json_string_value(v);
-    for (f = 0; s != NULL && f < PC_NFORMATS; f++)
-      if (strcmp(s, pc_format_ext((pc_format_t)f)) == 0)
-        d->formats |= PC_FMT_BIT(f);
-  }
+  d->formats = o->formats;
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!(d->formats & PC_FMT_BIT(f)))
       continue;
-    v = json_object_get(opt, level_key[f]);
-    if (!json_is_integer(v))
+    if (!o->level_int[f])
       return PC_ENOTMANIFEST;
-    d->level[f] = (int)json_integer_value(v);
+    d->level[f] = (int)o->level[f];
   }
   d->gzip_engine = PC_GZIP_ZLIB;
-  if ((v = json_object_get(opt, "gzip_engine")) != NULL) {
-    const char *e = json_string_value(v);
+  if (o->has_engine) {
     int k;
-    for (k = PC_GZIP_LIBDEFLATE; e != NULL && k <= PC_GZIP_ZOPFLI; k++)
-      if (strcmp(e, pc_gzip_engine_name((pc_gzip_engine_t)k)) == 0)
+    for (k = PC_GZIP_LIBDEFLATE; o->engine != NULL && k <= PC_GZIP_ZOPFLI; k++)
+      if (strcmp(o->engine, pc_gzip_engine_name((pc_gzip_engine_t)k)) == 0)
         d->gzip_engine = (pc_gzip_engine_t)k;
     if (d->gzip_engine == PC_GZIP_ZLIB)
       return PC_ENOTMANIFEST;
   }
-  v = json_object_get(opt, "max_ratio");
-  if (!json_is_number(v) || !json_is_integer(json_object_get(opt, "min_size")))
+  if (!o->ratio_number || !o->min_size_int)
     return PC_ENOTMANIFEST;
-  d->min_size = (uint64_t)json_integer_value(json_object_get(opt, "min_size"));
-  ratio = json_number_value(v);
-  if (!(ratio > 0 && ratio <= 1))
+  d->min_size = (uint64_t)o->min_size;
+  if (!(o->ratio > 0 && o->ratio <= 1))
     return PC_ENOTMANIFEST;
   for (den = 1; den <= 1000000000u; den *= 10) {
-    double num = floor(ratio * (double)den + 0.5);
-    if (num / (double)den == ratio) {
+    double num = floor(o->ratio * (double)den + 0.5);
+    if (num / (double)den == o->ratio) {
       d->ratio_num = (uint64_t)num;
       d->ratio_den = den;
       return 0;
@@ -144,11 +126,144 @@ static int parse_options(json_t *opt, pc__mdoc_t *d) {
   return PC_ENOTMANIFEST;
 }
 
-static int cmp_rec(const void *a, const void *b) {
-  const pc__rec_t *x = a, *y = b;
-  if (x->root != y->root)
-    return x->root < y->root ? -1 : 1;
-  return strcmp(x->path, y->path);
+/* The records of all inputs so far, and what the one being read needs. */
+typedef struct merge {
+  pc__rec_t *recs;
+  size_t nrecs, cap;
+  size_t first;      /* the input being read: its first record */
+  unsigned formats;  /* its options' formats, */
+  uint32_t nroots;   /* and its number of roots */
+  int line_err;      /* its first bad line's error, or 0 */
+} merge_t;
+
+static void drop_recs(merge_t *m, size_t from) {
+  while (m->nrecs > from) {
+    m->nrecs--;
+    free(m->recs[m->nrecs].path);
+    free(m->recs[m->nrecs].err_msg);
+  }
+}
+
+/* A "files" list of the input (manifest.h): its lines replace any read
+ * before. With options a merge cannot use, the merge fails before any
+ * line counts: they are only checked.
+ */
+static int on_files(void *data, const pc__mhead_t *h) {
+  merge_t *m = data;
+  pc__mdoc_t d;
+
+  drop_recs(m, m->first);
+  m->line_err = 0;
+  memset(&d, 0, sizeof(d));
+  if (!h->options || parse_options(&h->opt, &d) != 0 ||
+      (h->has_roots && !h->roots_list))
+    return 0;
+  m->formats = d.formats;
+  m->nroots = h->has_roots ? (uint32_t)h->nroots : 1;
+  return 1;
+}
+
+static int on_line(void *data, const pc__mline_t *l) {
+  merge_t *m = data;
+  int err;
+
+  if (m->line_err != 0)
+    return 0; /* the input is only read to its end now */
+  if (m->nrecs == m->cap) {
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    pc__rec_t *n = realloc(m->recs, ncap * sizeof(*n));
+    if (n == NULL)
+      return -ENOMEM;
+    m->recs = n;
+    m->cap = ncap;
+  }
+  err = parse_line(l, m->formats, m->nroots, &m->recs[m->nrecs]);
+  if (err == 0) {
+    m->nrecs++;
+    return 0;
+  }
+  free(m->recs[m->nrecs].path);
+  free(m->recs[m->nrecs].err_msg);
+  if (err != PC_ENOTMANIFEST)
+    return err;
+  m->line_err = err;
+  return 0;
+}
+
+/* Reads input `path` into m and *h (freed by the caller). Its errors but
+ * a bad line's, which goes to m->line_err.
+ */
+static int read_input(const char *path, merge_t *m, pc__buf_t *text,
+                      pc__mhead_t *h) {
+  pc__mread_t rd;
+  int err;
+
+  memset(h, 0, sizeof(*h));
+  m->first = m->nrecs;
+  m->line_err = 0;
+  /* Read in one go: jansson reading a file itself takes a getc() a byte. */
+  text->len = 0;
+  if ((err = pc__json_read_file(path, text)) != 0)
+    return err;
+  memset(&rd, 0, sizeof(rd));
+  rd.files = on_files;
+  rd.line = on_line;
+  rd.data = m;
+  if ((err = pc__manifest_read((const char *)text->data, text->len, &rd,
+                               h)) != 0)
+    return err;
+  if (!h->options || (h->has_roots && !h->roots_list))
+    return PC_ENOTMANIFEST;
+  return 0;
+}
+
+/* The first input's roots into d (labels owned by the caller). */
+static int take_roots(const pc__mhead_t *h, pc__mdoc_t *d, char ***labels) {
+  uint32_t k;
+
+  d->nroots = h->has_roots ? (uint32_t)h->nroots : 1;
+  if (!h->has_roots)
+    return 0;
+  if ((*labels = calloc(d->nroots, sizeof(**labels))) == NULL)
+    return -ENOMEM;
+  for (k = 0; k < d->nroots; k++) {
+    const char *l = pc__mhead_label(h, k);
+    if (l == NULL || ((*labels)[k] = pc__strdup(l)) == NULL)
+      return l == NULL ? PC_ENOTMANIFEST : -ENOMEM;
+  }
+  d->labels = *labels;
+  return 0;
+}
+
+/* Every input into m; the first one's header stays in *first. The input
+ * an error is about goes to *at.
+ */
+static int read_inputs(const char *const *in, size_t nin, merge_t *m,
+                       pc__mhead_t *first, size_t *at, size_t *bad_line,
+                       int *line_err, int *incomplete) {
+  pc__buf_t text = {0};
+  pc__mhead_t h;
+  size_t i;
+  int err = 0;
+
+  for (i = 0; i < nin; i++) {
+    *at = i;
+    err = read_input(in[i], m, &text, i == 0 ? first : &h);
+    /* Shards of one job: the same options and roots, to the byte. */
+    if (err == 0 && i > 0 && !pc__mhead_same_job(&h, first))
+      err = -EINVAL;
+    if (err == 0 && *line_err == 0 && m->line_err != 0) {
+      *line_err = m->line_err;
+      *bad_line = i;
+    }
+    *incomplete |= i == 0 ? first->incomplete : h.incomplete;
+    if (i > 0)
+      pc__mhead_free(&h);
+    if (err != 0)
+      break;
+  }
+  pc__buf_free(&text);
+  return err;
 }
 
 /* Both entry points: into the file `out`, or with out NULL, through
@@ -158,117 +273,51 @@ static int merge(const char *out,
                  int (*put)(void *data, const void *buf, size_t len),
                  void *data, const char *const *in, size_t nin,
                  size_t *bad) {
-  json_t **docs = calloc(nin ? nin : 1, sizeof(*docs));
-  pc__buf_t text = {0};
+  pc__mhead_t first;
   char **labels = NULL;
+  merge_t m;
   pc__mold_t old;
   pc__mdest_t to;
   pc__mdoc_t d;
-  size_t i, k, total = 0, at = 0;
-  int err = 0;
+  size_t k, at = 0, bad_line = 0;
+  int err = 0, line_err = 0;
 
   memset(&d, 0, sizeof(d));
-  if (bad != NULL)
-    *bad = 0;
-  if (docs == NULL)
-    return -ENOMEM;
+  memset(&m, 0, sizeof(m));
+  memset(&first, 0, sizeof(first));
   if (nin == 0) {
     err = -EINVAL;
     goto out;
   }
   /* What OUT may replace, before anything is read (precompress.h). */
   if (out != NULL && (err = pc__manifest_check(out, 1, &old, NULL)) != 0) {
-    if (bad != NULL)
-      *bad = SIZE_MAX;
+    at = SIZE_MAX;
     goto out;
   }
-  for (i = 0; i < nin; i++) {
-    json_error_t jerr;
-    json_t *files, *roots;
-    if (bad != NULL)
-      *bad = i;
-    /* Read in one go: jansson reading a file itself takes a getc() a byte. */
-    text.len = 0;
-    if ((err = pc__json_read_file(in[i], &text)) != 0)
-      goto out;
-    if ((docs[i] = json_loadb((const char *)text.data, text.len,
-                              JSON_DECODE_ANY, &jerr)) == NULL) {
-      err = pc__json_load_failed(&jerr);
-      goto out;
-    }
-    files = json_object_get(docs[i], "files");
-    roots = json_object_get(docs[i], "roots");
-    if (json_integer_value(json_object_get(docs[i], "precompress")) != 1 ||
-        !json_is_array(files) || (roots != NULL && !json_is_array(roots)) ||
-        !json_is_object(json_object_get(docs[i], "options"))) {
-      err = PC_ENOTMANIFEST;
-      goto out;
-    }
-    /* Shards of one job: the same options and roots, to the byte. */
-    if (i > 0 &&
-        (!json_equal(json_object_get(docs[i], "options"),
-                     json_object_get(docs[0], "options")) ||
-         !((roots == NULL && json_object_get(docs[0], "roots") == NULL) ||
-           json_equal(roots, json_object_get(docs[0], "roots"))))) {
-      err = -EINVAL;
-      goto out;
-    }
-    total += json_array_size(files);
-  }
-
-  if (bad != NULL)
-    *bad = 0;
-  if ((err = parse_options(json_object_get(docs[0], "options"), &d)) != 0)
+  if ((err = read_inputs(in, nin, &m, &first, &at, &bad_line, &line_err,
+                         &d.incomplete)) != 0)
     goto out;
-  {
-    json_t *roots = json_object_get(docs[0], "roots");
-    d.nroots = roots != NULL ? (uint32_t)json_array_size(roots) : 1;
-    if (roots != NULL) {
-      if ((labels = calloc(d.nroots, sizeof(*labels))) == NULL) {
-        err = -ENOMEM;
-        goto out;
-      }
-      for (k = 0; k < d.nroots; k++) {
-        const char *l = json_string_value(json_array_get(roots, k));
-        if (l == NULL || (labels[k] = pc__strdup(l)) == NULL) {
-          err = l == NULL ? PC_ENOTMANIFEST : -ENOMEM;
-          goto out;
-        }
-      }
-      d.labels = labels;
-    }
-  }
-  if ((d.recs = calloc(total ? total : 1, sizeof(*d.recs))) == NULL) {
-    err = -ENOMEM;
+  at = 0;
+  if ((err = parse_options(&first.opt, &d)) != 0 ||
+      (err = take_roots(&first, &d, &labels)) != 0)
+    goto out;
+  if (line_err != 0) {
+    at = bad_line;
+    err = line_err;
     goto out;
   }
-  for (i = 0; i < nin; i++) {
-    json_t *fe;
-    size_t j;
-    if (bad != NULL)
-      *bad = i;
-    if (json_is_true(json_object_get(docs[i], "incomplete")))
-      d.incomplete = 1;
-    json_array_foreach(json_object_get(docs[i], "files"), j, fe) {
-      if ((err = parse_line(fe, d.formats, d.nroots, &d.recs[at])) != 0) {
-        free(d.recs[at].path);
-        free(d.recs[at].err_msg);
-        goto out;
-      }
-      at++;
-    }
-  }
-  d.nrecs = at;
   /* A file in two shards means they overlap: not shards of one run. */
-  qsort(d.recs, d.nrecs, sizeof(*d.recs), cmp_rec);
+  at = nin - 1;
+  d.recs = m.recs;
+  d.nrecs = m.nrecs;
+  qsort(d.recs, d.nrecs, sizeof(*d.recs), pc__manifest_cmp_rec);
   for (k = 1; k < d.nrecs; k++) {
-    if (cmp_rec(&d.recs[k - 1], &d.recs[k]) == 0) {
+    if (pc__manifest_cmp_rec(&d.recs[k - 1], &d.recs[k]) == 0) {
       err = -EEXIST;
       goto out;
     }
   }
-  if (bad != NULL)
-    *bad = SIZE_MAX;
+  at = SIZE_MAX;
   memset(&to, 0, sizeof(to));
   to.path = out;
   to.checked = out != NULL ? &old : NULL;
@@ -277,18 +326,14 @@ static int merge(const char *out,
   err = pc__manifest_write_doc(&d, &to);
 
 out:
-  for (k = 0; k < at; k++) {
-    free(d.recs[k].path);
-    free(d.recs[k].err_msg);
-  }
-  free(d.recs);
+  if (bad != NULL)
+    *bad = at;
+  drop_recs(&m, 0);
+  free(m.recs);
   for (k = 0; labels != NULL && k < d.nroots; k++)
     free(labels[k]);
   free(labels);
-  for (i = 0; i < nin; i++)
-    json_decref(docs[i]);
-  free(docs);
-  pc__buf_free(&text);
+  pc__mhead_free(&first);
   return err;
 }
 

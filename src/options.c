@@ -77,12 +77,53 @@ int pc_format_available(pc_format_t f) {
   return f == PC_GZ || f == PC_BR;
 }
 
+/* The levels each format takes: gzip by engine (pc_gzip_engine_t order),
+ * then brotli and zstd. The one table of them: pc_options_check() holds
+ * options to it, and the CLI asks pc_level_range() for its ranges and its
+ * per-engine defaults.
+ */
+static const struct level_range {
+  int lo, hi, dflt;
+  const char *bad; /* pc_options_check()'s message */
+} level_ranges[] = {
+    {1, 9, 9, "gzip level must be 1..9"},
+    {1, 12, 12, "gzip level must be 1..12 with libdeflate"},
+    {1, 1000, 15, "gzip level (zopfli iterations) must be 1..1000"},
+    {0, 11, 11, "brotli quality must be 0..11"},
+    {1, 19, 19, "zstd level must be 1..19"},
+};
+
+static const struct level_range *level_range(pc_format_t f,
+                                             pc_gzip_engine_t e) {
+  if (f == PC_GZ)
+    return (unsigned)e <= PC_GZIP_ZOPFLI ? &level_ranges[e] : NULL;
+  if (f == PC_BR || f == PC_ZST)
+    return &level_ranges[PC_GZIP_ZOPFLI + f];
+  return NULL;
+}
+
+int pc_level_range(pc_format_t f, pc_gzip_engine_t engine, int *lo, int *hi,
+                   int *dflt) {
+  const struct level_range *l = level_range(f, engine);
+
+  if (l == NULL)
+    return -EINVAL;
+  if (lo != NULL)
+    *lo = l->lo;
+  if (hi != NULL)
+    *hi = l->hi;
+  if (dflt != NULL)
+    *dflt = l->dflt;
+  return 0;
+}
+
 void pc_options_init(pc_options_t *o) {
+  int f;
+
   memset(o, 0, sizeof(*o));
   o->formats = PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR);
-  o->level[PC_GZ] = 9;
-  o->level[PC_BR] = 11;
-  o->level[PC_ZST] = 19;
+  for (f = 0; f < PC_NFORMATS; f++)
+    pc_level_range((pc_format_t)f, PC_GZIP_ZLIB, NULL, NULL, &o->level[f]);
   o->ratio_num = 95;
   o->ratio_den = 100;
   o->min_size = 1;
@@ -90,7 +131,6 @@ void pc_options_init(pc_options_t *o) {
 }
 
 int pc_options_check(const pc_options_t *o, const char **what) {
-  static const int lo[PC_NFORMATS] = {1, 0, 1}, hi[PC_NFORMATS] = {9, 11, 19};
   const char *bad = NULL;
   int f;
 
@@ -102,8 +142,8 @@ int pc_options_check(const pc_options_t *o, const char **what) {
   else if (o->ratio_den == 0 || o->ratio_num == 0 ||
            o->ratio_num > o->ratio_den)
     bad = "max ratio must be above 0 and at most 1";
-  else if (o->jobs > 1024)
-    bad = "jobs must be at most 1024";
+  else if (o->jobs > PC_JOBS_MAX)
+    bad = "jobs must be at most " PC__STR(PC_JOBS_MAX);
   else if (o->shard_count > 0 &&
            (o->shard_index < 1 || o->shard_index > o->shard_count))
     bad = "shard must be K/N with 1 <= K <= N";
@@ -112,22 +152,14 @@ int pc_options_check(const pc_options_t *o, const char **what) {
   if (bad == NULL && !pc_gzip_engine_available(o->gzip_engine))
     bad = "this build lacks that gzip engine";
   for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {
+    const struct level_range *l = level_range((pc_format_t)f,
+                                              o->gzip_engine);
     if (!(o->formats & PC_FMT_BIT(f)))
       continue;
     if (!pc_format_available((pc_format_t)f))
       bad = "this build has no zstd support";
-    else if (f == PC_GZ && o->gzip_engine == PC_GZIP_LIBDEFLATE)
-      bad = o->level[f] < 1 || o->level[f] > 12
-                ? "gzip level must be 1..12 with libdeflate"
-                : NULL;
-    else if (f == PC_GZ && o->gzip_engine == PC_GZIP_ZOPFLI)
-      bad = o->level[f] < 1 || o->level[f] > 1000
-                ? "gzip level (zopfli iterations) must be 1..1000"
-                : NULL;
-    else if (o->level[f] < lo[f] || o->level[f] > hi[f])
-      bad = f == PC_GZ   ? "gzip level must be 1..9"
-            : f == PC_BR ? "brotli quality must be 0..11"
-                         : "zstd level must be 1..19";
+    else if (o->level[f] < l->lo || o->level[f] > l->hi)
+      bad = l->bad;
   }
   if (what != NULL)
     *what = bad;

@@ -784,7 +784,7 @@ static void probe_wait(void *arg) {
  * (all are started, then released and joined).
  */
 static unsigned probe_threads(unsigned want) {
-  uv_thread_t t[1024];
+  uv_thread_t t[PC_JOBS_MAX];
   uv_thread_options_t o;
   uv_sem_t go;
   unsigned n, i;

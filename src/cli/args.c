@@ -343,6 +343,15 @@ static cli_status_t bad_value(cli_args_t *args, const char *opt,
               shown(buf, sizeof(buf), value, strlen(value)), expected);
 }
 
+/* bad_value() for a value that must be an integer lo..hi. */
+static cli_status_t bad_range(cli_args_t *args, const char *opt,
+                              const char *value, int lo, int hi) {
+  char expected[48];
+
+  snprintf(expected, sizeof(expected), "an integer %d..%d", lo, hi);
+  return bad_value(args, opt, value, expected);
+}
+
 /* Applies one option. opt is the spelling used, for messages. */
 static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
                           const char *value) {
@@ -386,15 +395,16 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     break;
   }
   case OPT_BROTLI_QUALITY:
-    if (parse_int_range(value, 0, 11, &n))
-      return bad_value(args, opt, value, "an integer 0..11");
-    o->level[PC_BR] = (int) n;
+  case OPT_ZSTD_LEVEL: {
+    /* The library's ranges (pc_level_range()). */
+    pc_format_t f = def->id == OPT_BROTLI_QUALITY ? PC_BR : PC_ZST;
+    int lo = 0, hi = 0;
+    pc_level_range(f, PC_GZIP_ZLIB, &lo, &hi, NULL);
+    if (parse_int_range(value, lo, hi, &n))
+      return bad_range(args, opt, value, lo, hi);
+    o->level[f] = (int) n;
     break;
-  case OPT_ZSTD_LEVEL:
-    if (parse_int_range(value, 1, 19, &n))
-      return bad_value(args, opt, value, "an integer 1..19");
-    o->level[PC_ZST] = (int) n;
-    break;
+  }
   case OPT_MAX_RATIO:
     if (cli_parse_ratio(value, &o->ratio_num, &o->ratio_den))
       return bad_value(args, opt, value,
@@ -444,8 +454,8 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     break;
   }
   case OPT_JOBS:
-    if (parse_int_range(value, 1, 1024, &n))
-      return bad_value(args, opt, value, "an integer 1..1024");
+    if (parse_int_range(value, 1, PC_JOBS_MAX, &n))
+      return bad_range(args, opt, value, 1, PC_JOBS_MAX);
     o->jobs = (unsigned) n;
     break;
   case OPT_MEMORY_LIMIT:
@@ -611,20 +621,21 @@ static cli_status_t finish(parser_t *p) {
   {
     /* gzip's level: 1..9 for zlib, 1..12 for libdeflate (default 12, the
      * reason to pick it), iterations 1..1000 for zopfli (default 15, its
-     * own default).
+     * own default): the library's table (pc_level_range()).
      */
-    static const long hi[] = {9, 12, 1000}, dflt[] = {9, 12, 15};
     pc_gzip_engine_t e = args->opts.gzip_engine;
+    int lo = 0, hi = 0, dflt = 0;
     long n;
+    pc_level_range(PC_GZ, e, &lo, &hi, &dflt);
     if (p->gzip_level == NULL)
-      args->opts.level[PC_GZ] = (int) dflt[e];
-    else if (parse_int_range(p->gzip_level, 1, hi[e], &n)) {
+      args->opts.level[PC_GZ] = dflt;
+    else if (parse_int_range(p->gzip_level, lo, hi, &n)) {
       char q[64];
       return fail(args, CLI_EUSAGE,
-                  "--gzip-level: '%s' is not an integer 1..%ld (with the %s "
+                  "--gzip-level: '%s' is not an integer %d..%d (with the %s "
                   "engine)", shown(q, sizeof(q), p->gzip_level,
                                    strlen(p->gzip_level)),
-                  hi[e], pc_gzip_engine_name(e));
+                  lo, hi, pc_gzip_engine_name(e));
     }
     else
       args->opts.level[PC_GZ] = (int) n;

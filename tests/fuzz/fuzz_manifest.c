@@ -1,4 +1,5 @@
-/* libFuzzer target: the earlier-manifest reader (src/prev.c: a framing
+/* libFuzzer target: the earlier-manifest reader (src/prev.c over the one
+ * manifest reader, src/manifest_read.c: a framing
  * layer over the top-level object and the "files" array, each key, value
  * and line of which jansson parses on its own).
  *

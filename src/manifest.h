@@ -1,0 +1,160 @@
+/* The manifest's schema and its one reader (manifest_read.c). The writer is
+ * manifest.c (declared in run.h, beside the records it writes).
+ *
+ * The schema, in the order the writer puts it (DESIGN 2.4):
+ *
+ *   {"precompress": 1,                       the version; 1 is the only one
+ *    "incomplete": true,                     only when the run was stopped
+ *    "options": {"formats": ["gz", ...],     the formats, in pc_format_t order
+ *                LEVEL KEY: N, ...           per format, pc__manifest_level_key
+ *                "gzip_engine": "NAME",      after gzip_level, only when not zlib
+ *                "max_ratio": R, "min_size": N},
+ *    "roots": ["LABEL", ...],                only with more than one root
+ *    "files": [                              sorted by (root, path bytes)
+ *      {"root": K,                           only with more than one root
+ *       "path": "P", "path_hex": "HEX",      path_hex only when P is not UTF-8
+ *       "size": N, "mtime_ns": T,            mtime_ns only when not 0
+ *       "skipped": "REASON",                 pc_skip_name()
+ *       "gz": {"size": N} | {"skipped": "ratio"}, ...   per format written
+ *       "error": "MESSAGE"},
+ *      ...],
+ *    "totals": {...}}                        computed from the lines; never read
+ *
+ * The reader tells an absent key from a wrong one and judges nothing, so
+ * each user decides what a manifest without a key means (prev.c: no
+ * gzip_engine is zlib; merge.c: no min_size is not a manifest it can
+ * merge), as it did before there was one reader.
+ */
+#ifndef PC_MANIFEST_H
+#define PC_MANIFEST_H
+
+#include "common.h"
+
+/* The key of each format's level in "options" ("gzip_level",
+ * "brotli_quality", "zstd_level"): the one table, for writer and reader.
+ */
+extern const char *const pc__manifest_level_key[PC_NFORMATS];
+
+/* The order of "files": by root, then path bytes (strcmp). A qsort()
+ * comparator of pc__rec_t (run.h); merge.c finds a file two shards both
+ * list by it too.
+ */
+int pc__manifest_cmp_rec(const void *a, const void *b);
+
+/* "options", decoded. Every field is 0 when the key is absent or the value
+ * of another kind; nothing is judged here (each user has its own rules).
+ */
+typedef struct pc__mopt {
+  int formats_list; /* "formats" is a list */
+  unsigned formats; /* the formats it names; other entries are ignored */
+  int level_int[PC_NFORMATS]; /* the format's level key is an integer */
+  int64_t level[PC_NFORMATS];
+  int has_engine;     /* "gzip_engine" is given */
+  const char *engine; /* its value when a string, else NULL */
+  int ratio_number;   /* "max_ratio" is a number */
+  double ratio;
+  int min_size_int; /* "min_size" is an integer */
+  int64_t min_size;
+} pc__mopt_t;
+
+/* The top-level members of a manifest (for each key the last value given,
+ * as in a jansson object). Owned by whoever holds it; pc__mhead_free().
+ */
+typedef struct pc__mhead {
+  int json;        /* the whole text is JSON (known only when the read ends) */
+  int has_version; /* a "precompress" member, of any value */
+  int incomplete;  /* "incomplete": true */
+  int options;     /* "options" is an object */
+  pc__mopt_t opt;  /* decoded from it */
+  int has_roots;   /* a "roots" member */
+  int roots_list;  /* it is a list; nroots entries */
+  size_t nroots;
+  /* The values themselves (jansson's), for the functions below. */
+  struct json_t *j_version, *j_incomplete, *j_opt, *j_roots;
+} pc__mhead_t;
+
+void pc__mhead_free(pc__mhead_t *h);
+
+/* Entry k of "roots" when it is a string, else NULL (valid while h is). */
+const char *pc__mhead_label(const pc__mhead_t *h, size_t k);
+
+/* 1 when a and b have the same "options" (an object in both) and the same
+ * "roots" or none, value for value: shards of one job.
+ */
+int pc__mhead_same_job(const pc__mhead_t *a, const pc__mhead_t *b);
+
+/* One line of "files", decoded, as pc__mopt_t: absent and wrong kinds are
+ * told apart, nothing is judged. The strings are the reader's, valid only
+ * during the call that receives the line; they hold no NUL byte (jansson
+ * refuses \u0000), so their lengths are their strlen().
+ */
+typedef struct pc__mline {
+  int object; /* the line is an object; every other field is 0 if not */
+  int has_root, root_int;
+  int64_t root;
+  const char *path; /* "path" when a string, else NULL */
+  size_t path_len;
+  const char *hex; /* "path_hex" when a string, else NULL */
+  size_t hex_len;
+  int size_int;
+  int64_t size;
+  int has_mtime, mtime_int;
+  int64_t mtime_ns;
+  int has_skipped;     /* "skipped" is given */
+  const char *skipped; /* its value when a string, else NULL */
+  int has_error;
+  const char *error;
+  struct {
+    int has;    /* the format's key is given */
+    int object; /* its value is an object; then: */
+    int sized;  /* its "size" is an integer above 0 (the output kept) */
+    int ratio;  /* its "skipped" is a string (not kept) */
+    int64_t size;
+  } out[PC_NFORMATS];
+} pc__mline_t;
+
+/* What the reader does with a manifest's text. */
+typedef struct pc__mread {
+  /* Called when a "files" list is reached, with the header read so far,
+   * and again at the end whenever a member after it changed the header or
+   * another "files" came: the last call is always with the final header,
+   * for the "files" that counts. Returns 1 to have its lines (each to
+   * line()), 0 to have them only checked, or a negative code that ends the
+   * read. NULL: only checked.
+   */
+  int (*files)(void *data, const pc__mhead_t *h);
+  /* One line, to `sink`: `data`, or a part's (below). 0 or a negative
+   * code that ends the read.
+   */
+  int (*line)(void *sink, const pc__mline_t *l);
+  /* Optional (NULL: one thread): a long "files" list is read in parts on
+   * up to `threads` threads, each at least `min_part` bytes, each into a
+   * sink of its own from part_new(data) (NULL: out of memory). The parts
+   * that turn out right are given to part_join(data, part) in order, each
+   * once; every part is then freed with part_free(). What data receives is
+   * what one pass on one thread would have given it.
+   */
+  void *(*part_new)(void *data);
+  int (*part_join)(void *data, void *part);
+  void (*part_free)(void *part);
+  void *data;
+  unsigned threads;
+  size_t min_part;
+} pc__mread_t;
+
+/* Reads text[0..len), a manifest, streaming: jansson parses each key,
+ * top-level value and line of "files" on its own, and a line is handed on
+ * and freed before the next is parsed (see manifest_read.c). With rd NULL
+ * the text is only checked.
+ *
+ * Text that is not JSON (a NUL byte anywhere included) is PC_EBADMANIFEST,
+ * JSON that is not a manifest (not an object, "precompress" not 1, no
+ * "files" list) PC_ENOTMANIFEST; else 0, or the first negative code of a
+ * callback, or -ENOMEM. When `head` is not NULL, it receives the final
+ * header, also on failure (all 0 when the text is no object): the caller
+ * frees it with pc__mhead_free().
+ */
+int pc__manifest_read(const char *text, size_t len, const pc__mread_t *rd,
+                      pc__mhead_t *head);
+
+#endif /* PC_MANIFEST_H */
