@@ -54,11 +54,6 @@ typedef struct pc__mold {
   uint64_t size;
 } pc__mold_t;
 
-typedef struct pc__devino {
-  dev_t dev;
-  ino_t ino;
-} pc__devino_t;
-
 /* A place in the pool: libuv's request for one unit in flight. At most
  * `jobs` units are, so the requests live here, not in every pending job.
  */
