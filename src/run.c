@@ -631,6 +631,8 @@ static int walk_step(pc__run_t *r, unsigned budget) {
         r->fatal = ret;
       continue;
     }
+    if (e.name == NULL)
+      continue; /* a directory opened that gave nothing */
     dispatch(r, &e);
     if (budget > 0)
       budget--;

@@ -299,7 +299,7 @@ static int add_name(pc__walk_t *w, const char *name, unsigned char type) {
 }
 
 /* Reads the directory open at fd whole into the listing, sorted. 0 or a
- * negative code (the listing is then empty).
+ * negative code (the listing is then empty: a part is no snapshot).
  */
 static int read_listing(pc__walk_t *w, int fd) {
   _Alignas(8) char buf[DENTS_BUF];
@@ -322,13 +322,18 @@ static int read_listing(pc__walk_t *w, int fd) {
     if (err != 0)
       break;
   }
+  if (err != 0) {
+    free(w->names);
+    pc__buf_free(&w->arena);
+    w->names = NULL;
+    w->nnames = 0;
+    return err;
+  }
   for (k = 0; k < w->nnames; k++)
     w->names[k] = (char *)w->arena.data + (uintptr_t)w->names[k];
-  if (err != 0)
-    w->nnames = 0;
-  else if (w->nnames > 1)
+  if (w->nnames > 1)
     qsort(w->names, w->nnames, sizeof(*w->names), cmp_names);
-  return err;
+  return 0;
 }
 
 /* Done with the directory being read. */
@@ -478,6 +483,11 @@ int pc__walk_next(pc__walk_t *w, pc__entry_t *e) {
       drop_cur(w);
     if (w->n == 0)
       return 0;
+    /* One directory per call at most: a tree of empty directories must
+     * not keep the caller from its other work for the whole of it.
+     */
+    if (e->opened > 0)
+      return 1;
     if ((err = open_next(w, e)) != 0)
       return err;
   }

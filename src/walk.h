@@ -60,7 +60,10 @@ int pc__walk_new(pc__walk_t **w, const pc__root_t *roots, uint32_t nroots,
 
 /* The next entry into *e: 1, or 0 when the walk is over, or a negative
  * code: about the directory e->path names when that is not NULL (it is
- * not read; the walk goes on), else the walk cannot go on.
+ * not read; the walk goes on), else the walk cannot go on. At most one
+ * directory is opened per call: 1 with e->name NULL when it gave nothing
+ * (empty, entered before, a symlink by now), so that a tree of empty
+ * directories is walked a slice at a time too; e->opened counts it.
  */
 int pc__walk_next(pc__walk_t *w, pc__entry_t *e);
 
