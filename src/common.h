@@ -47,6 +47,12 @@ static inline uint64_t pc__keep_limit(uint64_t in, uint64_t num,
   return lim > UINT64_MAX ? UINT64_MAX : (uint64_t)lim;
 }
 
+/* A file's identity: a directory entered, the manifest, the cache. */
+typedef struct pc__devino {
+  dev_t dev;
+  ino_t ino;
+} pc__devino_t;
+
 /* Growable byte buffer. A zeroed struct is an empty buffer. */
 typedef struct pc__buf {
   unsigned char *data;

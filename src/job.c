@@ -111,18 +111,41 @@ static size_t base_off(const pc__job_t *j) {
   return slash != NULL ? (size_t)(slash + 1 - j->fullpath) : j->rel_off;
 }
 
+/* Opens `dir`, a path below dirfd, O_PATH: through no symlink and not
+ * out of dirfd unless --follow made symlinked directories part of the
+ * tree. A descriptor, or a negative code.
+ */
+static int open_beneath(const pc__job_t *j, int dirfd, const char *dir) {
+  struct open_how how;
+  int fd;
+
+  memset(&how, 0, sizeof(how));
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = j->cfg->follow ? 0 : RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+  fd = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
+  if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: the last link only */
+    fd = openat(dirfd, dir,
+                O_PATH | O_DIRECTORY | O_CLOEXEC |
+                    (j->cfg->follow ? 0 : O_NOFOLLOW));
+  if (fd < 0)
+    return errno == ELOOP || errno == EXDEV ? PC_ECHANGED : PC__ERRNO();
+  return fd;
+}
+
 /* Opens the directory holding the file into *pdir, below its root and,
  * unless --follow made symlinked directories part of the tree, through no
  * symlink: a directory swapped for a link since the walk must not send
  * reads or writes outside the tree. Every name the job uses is then
- * relative to it, which also lifts PATH_MAX from temp names. A file at the
- * top of its root gets the root's own descriptor: not to be closed.
+ * relative to it, which also lifts PATH_MAX from temp names; a directory
+ * deeper than PATH_MAX is opened a piece of its path at a time, each
+ * piece below the last. A file at the top of its root gets the root's own
+ * descriptor: not to be closed.
  */
 static int open_pdir(const pc__job_t *j, int *pdir) {
   const char *rel = j->fullpath + j->rel_off;
   const char *slash = strrchr(rel, '/');
-  char *dir;
-  int fd;
+  int base = j->root_fd, err = 0;
+  char *dir, *p;
 
   if (slash == NULL) {
     *pdir = j->root_fd;
@@ -132,21 +155,40 @@ static int open_pdir(const pc__job_t *j, int *pdir) {
     return -ENOMEM;
   memcpy(dir, rel, (size_t)(slash - rel));
   dir[slash - rel] = '\0';
-  {
-    struct open_how how;
-    memset(&how, 0, sizeof(how));
-    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-    how.resolve = j->cfg->follow ? 0 : RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
-    fd = (int)syscall(SYS_openat2, j->root_fd, dir, &how, sizeof(how));
-    if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: the last link only */
-      fd = openat(j->root_fd, dir,
-                  O_PATH | O_DIRECTORY | O_CLOEXEC |
-                      (j->cfg->follow ? 0 : O_NOFOLLOW));
+  for (p = dir; *p != '\0';) {
+    size_t n = strlen(p);
+    char *next = p + n;
+    int fd;
+    if (n >= PATH_MAX) {
+      /* The longest piece that ends at a '/' and fits. */
+      char *cut = p + PATH_MAX - 1;
+      while (cut > p && *cut != '/')
+        cut--;
+      if (cut == p) {
+        err = -ENAMETOOLONG;
+        break;
+      }
+      *cut = '\0';
+      next = cut + 1;
+    }
+    fd = open_beneath(j, base, p);
+    if (base != j->root_fd)
+      close(base);
+    base = j->root_fd;
+    if (fd < 0) {
+      err = fd;
+      break;
+    }
+    base = fd;
+    p = next;
   }
   free(dir);
-  if (fd < 0)
-    return errno == ELOOP || errno == EXDEV ? PC_ECHANGED : PC__ERRNO();
-  *pdir = fd;
+  if (err != 0) {
+    if (base != j->root_fd)
+      close(base);
+    return err;
+  }
+  *pdir = base;
   return 0;
 }
 

@@ -36,7 +36,6 @@ typedef struct pc__cfg {
  */
 typedef struct pc__job {
   const pc__cfg_t *cfg;
-  void *run;        /* the pc__run that owns this job */
   uint32_t root;    /* index of the PATH it was found under */
   int root_fd;      /* that root's directory (O_PATH), owned by the run */
   int pdir;         /* while running: the file's directory (O_PATH) */

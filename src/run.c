@@ -15,7 +15,9 @@
 
 #include "cache.h"
 #include "codec.h"
+#include "out.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -132,8 +134,12 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
   r->recs[r->nrecs++] = *rec;
 }
 
-void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
-                  pc_skip_t skip, const struct stat *st, int err) {
+/* A file that gets no job (skipped, or failed before it could start).
+ * Takes ownership of rel.
+ */
+static void skip_file(pc__run_t *r, uint32_t root, char *rel,
+                      const char *full, pc_skip_t skip,
+                      const struct stat *st, int err) {
   pc__rec_t rec;
 
   memset(&rec, 0, sizeof(rec));
@@ -155,8 +161,11 @@ void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
   record(r, &rec, full, full);
 }
 
-void pc__run_unchanged(pc__run_t *r, uint32_t root, const char *full,
-                       const pc__prev_rec_t *prev) {
+/* A file whose outputs are current per `prev`, the earlier manifest's
+ * record: its line names the file by the record's own path.
+ */
+static void unchanged_file(pc__run_t *r, uint32_t root, const char *full,
+                           const pc__prev_rec_t *prev) {
   pc__rec_t rec;
   int f;
 
@@ -176,7 +185,8 @@ void pc__run_unchanged(pc__run_t *r, uint32_t root, const char *full,
   record(r, &rec, full, full);
 }
 
-void pc__run_error(pc__run_t *r, const char *path, int err) {
+/* An error about no one file (a directory that cannot be read). */
+static void report_error(pc__run_t *r, const char *path, int err) {
   r->totals.errors++;
   if (r->opts->on_error != NULL)
     r->opts->on_error(r->opts->data, path, err);
@@ -201,7 +211,8 @@ static int same_dir(const pc__job_t *a, const pc__job_t *b) {
   return a->root == b->root && la == lb && memcmp(ra, rb, la) == 0;
 }
 
-void pc__run_flush(pc__run_t *r) {
+/* Hands the gathered small files on as one unit (end of a directory). */
+static void flush_batch(pc__run_t *r) {
   pc__job_t *head = r->batch.head;
   if (head == NULL)
     return;
@@ -210,8 +221,8 @@ void pc__run_flush(pc__run_t *r) {
   requeue(r, head);
 }
 
-void pc__run_push(pc__run_t *r, pc__job_t *j) {
-  j->run = r;
+/* A file to compress. Takes ownership of job. */
+static void push_job(pc__run_t *r, pc__job_t *j) {
   j->weight = j->size;
   j->mem = job_mem(r, j);
   r->progress.files_total++;
@@ -221,7 +232,7 @@ void pc__run_push(pc__run_t *r, pc__job_t *j) {
     return;
   }
   if (r->batch.head != NULL && !same_dir(r->batch.head, j))
-    pc__run_flush(r);
+    flush_batch(r);
   if (r->batch.head == NULL) {
     r->batch.head = j;
   } else {
@@ -232,7 +243,7 @@ void pc__run_push(pc__run_t *r, pc__job_t *j) {
   }
   r->batch.tail = j;
   if (++r->batch.n >= BATCH_FILES || r->batch.head->weight >= BATCH_BYTES)
-    pc__run_flush(r);
+    flush_batch(r);
 }
 
 static void work_cb(uv_work_t *req) {
@@ -256,9 +267,9 @@ static void finish_check(pc__run_t *r, pc__job_t *j) {
     requeue(r, j);
     return;
   }
-  r->progress.files_total--; /* pc__run_skip and _unchanged count it */
+  r->progress.files_total--; /* skip_file and unchanged_file count it */
   if (j->outcome != PC__CHECK_GONE)
-    pc__run_unchanged(r, j->root, j->fullpath, j->prev);
+    unchanged_file(r, j->root, j->fullpath, j->prev);
   pc__job_free(j);
 }
 
@@ -327,7 +338,7 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
 static void after_work_cb(uv_work_t *req, int status) {
   pc__slot_t *slot = PC__CONTAINER_OF(req, pc__slot_t, req);
   pc__job_t *j = slot->head;
-  pc__run_t *r = j->run;
+  pc__run_t *r = slot->run;
 
   slot->head = NULL;
   slot->next_free = r->free_slots;
@@ -399,18 +410,248 @@ static void maybe_finish(pc__run_t *r) {
     close_handles(r);
 }
 
+/* --- The walk's entries, dispatched -------------------------------------
+ *
+ * walk.h says what is there, select.h what it is; here each entry becomes
+ * what it is to the run: a directory handed back to the walk, a job, a
+ * record, or nothing (our own outputs and temps, another shard's files).
+ */
+
+/* The earlier manifest's record of this file when it still holds
+ * (pc__outputs_current), else NULL.
+ */
+static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
+                                           const char *rel,
+                                           const struct stat *st,
+                                           unsigned absent) {
+  const pc__prev_rec_t *p =
+      pc__prev_next(r->prev, e->root, rel, &r->prev_hint);
+  if (p == NULL || !pc__outputs_current(r->cfg.formats, p, e->dfd, e->name,
+                                        st, absent))
+    return NULL;
+  return p;
+}
+
+/* A regular file (per the listing) that the earlier manifest records and
+ * that passes every filter: handed to a worker without a stat, which
+ * checks it there (job.h). 1 when it was; *full is then the job's.
+ */
+static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
+                          const pc__sel_entry_t *se, char **full) {
+  const pc__prev_rec_t *p;
+  struct stat st;
+  pc__job_t *j;
+
+  /* The record first: a new file then costs one lookup here, not every
+   * filter twice.
+   */
+  if ((p = pc__prev_next(r->prev, e->root, se->rel, &r->prev_hint)) ==
+          NULL ||
+      p->size == 0 || pc__select_file(&r->sel, se, NULL) != PC__SEL_SOURCE)
+    return 0;
+  /* Scheduled by its recorded size and mtime until the worker knows. */
+  memset(&st, 0, sizeof(st));
+  st.st_size = (off_t)p->size;
+  st.st_mtim.tv_sec = (time_t)(p->mtime_ns / 1000000000);
+  st.st_mtim.tv_nsec = (long)(p->mtime_ns % 1000000000);
+  j = pc__job_new(*full, strlen(*full) - se->rel_len, e->root,
+                  r->roots[e->root].fd, &st, 0, &r->cfg);
+  *full = NULL; /* the job owns it now, even when NULL came back */
+  if (j == NULL) {
+    r->fatal = -ENOMEM;
+    return 1;
+  }
+  j->prev = p;
+  j->absent = pc__select_absent(&r->sel, se);
+  push_job(r, j);
+  return 1;
+}
+
+/* A file that passed every filter, statted as *st: a job, or a record when
+ * there is nothing to do. Takes *full and *rel (NULL afterwards when
+ * taken).
+ */
+static void take_source(pc__run_t *r, const pc__entry_t *e,
+                        const pc__sel_entry_t *se, const struct stat *st,
+                        char **full, char **rel) {
+  unsigned absent = pc__select_absent(&r->sel, se);
+  pc_skip_t why = pc__select_size(&r->sel, (uint64_t)st->st_size);
+  const pc__prev_rec_t *prev;
+  pc__job_t *j;
+
+  /* No output, and none there to remove as stale: a record is all. */
+  if (why != PC_SKIP_NONE && (absent & r->cfg.formats) == r->cfg.formats) {
+    skip_file(r, e->root, *rel, *full, why, st, 0);
+    *rel = NULL;
+    return;
+  }
+  if (why == PC_SKIP_NONE && r->prev != NULL &&
+      (prev = is_unchanged(r, e, *rel, st, absent)) != NULL) {
+    unchanged_file(r, e->root, *full, prev);
+    return;
+  }
+  j = pc__job_new(*full, strlen(*full) - se->rel_len, e->root,
+                  r->roots[e->root].fd, st, se->link, &r->cfg);
+  *full = NULL; /* the job owns it now, even when NULL came back */
+  if (j == NULL) {
+    r->fatal = -ENOMEM;
+    return;
+  }
+  j->absent = absent;
+  j->skip = why;
+  push_job(r, j);
+}
+
+/* A file, or a symlink to one (se->link, *st its target's): what the
+ * filter chain says it is. Takes *full and *rel as take_source() does.
+ */
+static void take_file(pc__run_t *r, const pc__entry_t *e,
+                      const pc__sel_entry_t *se, const struct stat *st,
+                      char **full, char **rel) {
+  pc_skip_t why = PC_SKIP_NONE;
+
+  switch (pc__select_file(&r->sel, se, st)) {
+  case PC__SEL_SOURCE:
+    take_source(r, e, se, st, full, rel);
+    return;
+  case PC__SEL_TEMP_OURS:
+    /* A killed run's is removed; one that another run is writing right
+     * now stays (pc__out_reap).
+     */
+    if (!r->cfg.dry_run)
+      pc__out_reap(e->dfd, e->name, &r->start);
+    return;
+  case PC__SEL_SPECIAL:
+    why = PC_SKIP_SPECIAL;
+    break;
+  case PC__SEL_EXCLUDED:
+    why = PC_SKIP_EXCLUDED;
+    break;
+  case PC__SEL_EXTENSION:
+    why = PC_SKIP_EXTENSION;
+    break;
+  default: /* ours, or another shard's: no record */
+    return;
+  }
+  skip_file(r, e->root, *rel, *full, why, st, 0);
+  *rel = NULL;
+}
+
+/* A symlink: a directory behind it is part of the tree only with
+ * --follow; a file behind it is taken as the file; a broken one is a
+ * record. 1 when that settled it, 0 with *st its target's stat. Takes
+ * *rel when it records it.
+ */
+static int take_link(pc__run_t *r, const pc__entry_t *e,
+                     const pc__sel_entry_t *se, struct stat *st, char **rel,
+                     const char *full) {
+  struct stat t;
+  if (fstatat(e->dfd, e->name, &t, 0) != 0) {
+    if (pc__select_in_shard(&r->sel, se->rel, se->rel_len)) {
+      skip_file(r, e->root, *rel, full, PC_SKIP_BROKEN_LINK, NULL, 0);
+      *rel = NULL;
+    }
+    return 1;
+  }
+  if (S_ISDIR(t.st_mode)) {
+    if (r->opts->follow && !pc__select_skip_dir(&r->sel, &t) &&
+        pc__walk_enter(r->walk, e) != 0)
+      r->fatal = -ENOMEM;
+    return 1;
+  }
+  *st = t;
+  return 0;
+}
+
+/* One entry of the walk. */
+static void dispatch(pc__run_t *r, const pc__entry_t *e) {
+  char *full = NULL, *rel = NULL;
+  pc__sel_entry_t se;
+  pc__verdict_t v;
+  struct stat st;
+
+  memset(&se, 0, sizeof(se));
+  se.name = e->name;
+  se.len = e->len;
+  se.ls = e->has_ls ? &e->ls : NULL;
+  se.dir = e->dir;
+  v = pc__select_early(&r->sel, &se, e->dtype == DT_REG);
+  if (v == PC__SEL_MANIFEST_TEMP && !r->cfg.dry_run)
+    pc__out_reap(e->dfd, e->name, &r->start); /* a live one stays */
+  if (v != PC__SEL_NEXT)
+    return;
+  full = pc__path_join(e->dfull, e->name);
+  rel = pc__path_join(e->drel, e->name);
+  if (full == NULL || rel == NULL) {
+    r->fatal = -ENOMEM;
+    goto out;
+  }
+  se.rel = rel;
+  se.rel_len = strlen(rel);
+  if (e->dtype == DT_REG && r->prev != NULL &&
+      take_unstatted(r, e, &se, &full))
+    goto out;
+  if (fstatat(e->dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno != ENOENT) /* gone since the listing: nothing to do */
+      skip_file(r, e->root, rel, full, PC_SKIP_NONE, NULL, PC__ERRNO()),
+          rel = NULL;
+    goto out;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    se.link = 1;
+    if (take_link(r, e, &se, &st, &rel, full))
+      goto out;
+  } else if (S_ISDIR(st.st_mode)) {
+    if (!pc__select_skip_dir(&r->sel, &st) && pc__walk_enter(r->walk, e) != 0)
+      r->fatal = -ENOMEM;
+    goto out;
+  }
+  take_file(r, e, &se, &st, &full, &rel);
+out:
+  free(full);
+  free(rel);
+}
+
+/* Takes up to `budget` entries from the walk (a directory opened counts as
+ * one): small enough slices that finished jobs are collected and new ones
+ * submitted while a large tree is still being read. 1 when the walk is
+ * over.
+ */
+static int walk_step(pc__run_t *r, unsigned budget) {
+  while (budget > 0 && r->fatal == 0) {
+    pc__entry_t e;
+    int ret = pc__walk_next(r->walk, &e);
+    budget -= e.opened < budget ? e.opened : budget;
+    if (ret == 0)
+      return 1;
+    if (ret < 0) {
+      if (e.path != NULL)
+        report_error(r, e.path, ret);
+      else
+        r->fatal = ret;
+      continue;
+    }
+    if (e.name == NULL)
+      continue; /* a directory opened that gave nothing */
+    dispatch(r, &e);
+    if (budget > 0)
+      budget--;
+  }
+  return r->fatal != 0;
+}
+
 static void on_idle(uv_idle_t *h) {
   pc__run_t *r = PC__CONTAINER_OF(h, pc__run_t, idle);
-  if (pc__walk_step(r, WALK_BUDGET)) {
+  if (walk_step(r, WALK_BUDGET)) {
     uv_idle_stop(&r->idle);
     r->walk_done = 1;
     r->progress.walk_done = 1;
-    pc__run_flush(r);
+    flush_batch(r);
     progress(r);
   }
   /* A worker would idle: hand on what is gathered rather than wait. */
   if (r->sched.small.n == 0 && r->sched.in_flight < r->jobs)
-    pc__run_flush(r);
+    flush_batch(r);
   schedule(r);
   maybe_finish(r);
 }
@@ -642,8 +883,8 @@ static int open_manifest(pc__run_t *r) {
   if (path == NULL)
     return 0;
   slash = strrchr(path, '/');
-  r->man_base = slash != NULL ? slash + 1 : path;
-  r->man_base_len = strlen(r->man_base);
+  r->sel.man_base = slash != NULL ? slash + 1 : path;
+  r->sel.man_base_len = strlen(r->sel.man_base);
   {
     /* Its directory, to know the name by wherever the walk meets it. */
     char *dir = slash == NULL   ? pc__strdup(".")
@@ -656,10 +897,10 @@ static int open_manifest(pc__run_t *r) {
       dir[slash - path] = '\0';
     }
     if (stat(dir, &st) == 0) {
-      r->man_dir_dev = st.st_dev;
-      r->man_dir_ino = st.st_ino;
+      r->sel.man_dir.dev = st.st_dev;
+      r->sel.man_dir.ino = st.st_ino;
     } else {
-      r->man_base = NULL; /* no such directory: nothing there to walk */
+      r->sel.man_base = NULL; /* no such directory: nothing there to walk */
     }
     free(dir);
   }
@@ -668,15 +909,15 @@ static int open_manifest(pc__run_t *r) {
   if (err != 0) {
     if (!writing) {
       /* Nothing will replace it: say why it is not read, and go on. */
-      pc__run_error(r, path, err);
+      report_error(r, path, err);
       err = 0;
     }
     goto out;
   }
   if (r->man_old.regular) {
-    r->man_known = r->cfg.man_known = 1;
-    r->man_dev = r->cfg.man_dev = r->man_old.dev;
-    r->man_ino = r->cfg.man_ino = r->man_old.ino;
+    r->sel.man_known = r->cfg.man_known = 1;
+    r->sel.man.dev = r->cfg.man_dev = r->man_old.dev;
+    r->sel.man.ino = r->cfg.man_ino = r->man_old.ino;
   }
   /* Nothing, a symlink or an empty file: no earlier manifest. */
   if (text.len == 0 || (o->force && !writing))
@@ -702,7 +943,7 @@ static int open_manifest(pc__run_t *r) {
     /* A manifest, but not one this run can use: say so, compress
      * everything, and replace it.
      */
-    pc__run_error(r, path, err);
+    report_error(r, path, err);
   }
   err = 0;
 out:
@@ -732,7 +973,7 @@ static int open_cache(pc__run_t *r) {
      * run finds missing is an empty one.
      */
     if (!(r->opts->dry_run && err == -ENOENT))
-      pc__run_error(r, r->opts->cache_dir, err);
+      report_error(r, r->opts->cache_dir, err);
     c = NULL;
   }
   r->cfg.cache = c;
@@ -740,9 +981,9 @@ static int open_cache(pc__run_t *r) {
   dirs[1] = c != NULL ? pc__cache_root(c) : NULL;
   for (k = 0; k < PC__ARRAY_SIZE(dirs); k++) {
     if (dirs[k] != NULL && stat(dirs[k], &st) == 0 && S_ISDIR(st.st_mode)) {
-      r->skip_dirs[r->nskip_dirs].dev = st.st_dev;
-      r->skip_dirs[r->nskip_dirs].ino = st.st_ino;
-      r->nskip_dirs++;
+      r->sel.skip_dirs[r->sel.nskip_dirs].dev = st.st_dev;
+      r->sel.skip_dirs[r->sel.nskip_dirs].ino = st.st_ino;
+      r->sel.nskip_dirs++;
     }
   }
   return 0;
@@ -752,7 +993,7 @@ static void free_run(pc__run_t *r) {
   uint32_t k;
   size_t i;
 
-  pc__walk_stop(r);
+  pc__walk_free(r->walk);
   pc__sched_drop(&r->sched, 1);
   pc__job_free(r->batch.head);
   free(r->slots);
@@ -770,7 +1011,7 @@ static void free_run(pc__run_t *r) {
     free(r->roots[k].file);
   }
   free(r->roots);
-  free(r->skip_len);
+  pc__select_free(&r->sel);
   pc__prev_free(r->prev);
   pc__dedup_free(r->cfg.dedup);
   pc__cache_close((pc__cache_t *)r->cfg.cache);
@@ -830,7 +1071,6 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
    * with the coarse clock, or a finer one, never ahead of this one).
    */
   clock_gettime(CLOCK_REALTIME, &r->start);
-  r->cur.fd = -1;
   r->cfg.formats = opts->formats;
   for (f = 0; f < PC_NFORMATS; f++)
     r->cfg.level[f] = opts->level[f];
@@ -899,6 +1139,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     goto out;
   }
   for (k = r->jobs; k > 0; k--) {
+    r->slots[k - 1].run = r;
     r->slots[k - 1].next_free = r->free_slots;
     r->free_slots = &r->slots[k - 1];
   }
@@ -912,19 +1153,14 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     pc__sched_init(&r->sched, r->jobs, limit);
     pc__dedup_budget(r->cfg.dedup, limit);
   }
-  if (opts->skip_ext != NULL) {
-    r->skip_ext = opts->skip_ext;
-    r->nskip_ext = opts->nskip_ext;
-  } else {
-    r->skip_ext = pc_default_skip_ext(&r->nskip_ext);
+  {
+    const char *const *skip = opts->skip_ext;
+    size_t nskip = opts->nskip_ext;
+    if (skip == NULL)
+      skip = pc_default_skip_ext(&nskip);
+    if ((err = pc__select_init(&r->sel, opts, skip, nskip)) != 0)
+      goto out;
   }
-  r->skip_len = calloc(r->nskip_ext + 1, sizeof(*r->skip_len));
-  if (r->skip_len == NULL) {
-    err = -ENOMEM;
-    goto out;
-  }
-  for (k = 0; k < r->nskip_ext; k++)
-    r->skip_len[k] = strlen(r->skip_ext[k]);
   if ((err = make_roots(r)) != 0)
     goto out;
   if ((err = open_manifest(r)) != 0) {
@@ -948,7 +1184,8 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   if (opts->on_progress != NULL)
     uv_timer_start(&r->timer, on_timer, PROGRESS_MS, PROGRESS_MS);
 
-  if ((err = pc__walk_start(r)) != 0) {
+  if ((err = pc__walk_new(&r->walk, r->roots, r->nroots, opts->follow)) !=
+      0) {
     r->fatal = err;
     r->walk_done = 1;
     close_handles(r);
@@ -978,7 +1215,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     to.checked = &r->man_old;
     to.sync = r->cfg.fsync;
     if ((merr = pc__manifest_write(r, &to)) != 0)
-      pc__run_error(r, opts->manifest, merr);
+      report_error(r, opts->manifest, merr);
     /* A signal that came while it was written (a SIGPIPE from a manifest
      * sent to a closed pipe) counts like any other: its callback runs now.
      */
@@ -994,7 +1231,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
       r->cache_puts > 0 && !r->stopping) {
     int terr = pc__cache_trim(r->cfg.cache, opts->cache_max_size);
     if (terr != 0)
-      pc__run_error(r, opts->cache_dir, terr);
+      report_error(r, opts->cache_dir, terr);
   }
   r->totals.mem_limit = r->sched.limit;
   r->totals.mem_peak = r->sched.peak;

@@ -7,6 +7,8 @@
 #include "job.h"
 #include "prev.h"
 #include "schedule.h"
+#include "select.h"
+#include "walk.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,15 +16,6 @@
 
 /* The signals a run stops on: SIGINT, SIGTERM, SIGHUP, SIGPIPE (run.c). */
 #define PC__NSIGS 4
-
-typedef struct pc__root {
-  char *dir;        /* directory to open; "" means the current one */
-  char *label;      /* as the manifest names it */
-  char *file;       /* for a file PATH: its base name, else NULL */
-  int fd;           /* `dir`, O_PATH: jobs open their files below it */
-  int fd_shared;    /* fd is an earlier root's (the same dir): not closed */
-  int fd_err;       /* why fd is -1: the walk reports it and skips the root */
-} pc__root_t;
 
 /* One file's line in the manifest. */
 typedef struct pc__rec {
@@ -41,11 +34,6 @@ typedef struct pc__rec {
   pc_output_t out[PC_NFORMATS];
 } pc__rec_t;
 
-typedef struct pc__dir {
-  uint32_t root;
-  char *rel; /* owned; "" for the root itself */
-} pc__dir_t;
-
 /* What is at a manifest's name before one is written there. */
 typedef struct pc__mold {
   int regular;  /* a regular file: the fields below are its */
@@ -55,17 +43,13 @@ typedef struct pc__mold {
   uint64_t size;
 } pc__mold_t;
 
-typedef struct pc__devino {
-  dev_t dev;
-  ino_t ino;
-} pc__devino_t;
-
 /* A place in the pool: libuv's request for one unit in flight. At most
  * `jobs` units are, so the requests live here, not in every pending job.
  */
 typedef struct pc__slot {
   uv_work_t req;
   pc__job_t *head;             /* the unit it runs */
+  struct pc__run *run;         /* the run it belongs to */
   struct pc__slot *next_free;
 } pc__slot_t;
 
@@ -77,45 +61,14 @@ typedef struct pc__run {
   pc__cfg_t cfg;
   pc__root_t *roots;
   uint32_t nroots;
-  size_t *skip_len; /* strlen of each skip-list entry */
-  const char *const *skip_ext;
-  size_t nskip_ext;
+  pc__select_t sel; /* which entries are sources (select.h) */
 
   /* Walk. */
   uv_idle_t idle;
-  pc__dir_t *dirs; /* directories still to read (a stack) */
-  size_t ndirs, capdirs;
-  struct {
-    char **names; /* sorted entries of the directory being visited, each
-                     followed by its d_type after the NUL (walk.c) */
-    pc__buf_t arena; /* where they are */
-    size_t n, i;
-    int fd;
-    uint32_t root;
-    char *rel;
-    char *full;
-  } cur;
-  pc__devino_t *seen; /* directories entered (open-addressing set) */
-  size_t nseen, capseen;
+  pc__walk_t *walk;
   pc__prev_t *prev; /* the earlier manifest's records, or NULL */
   size_t prev_hint; /* where the next lookup may be (pc__prev_next) */
-  int man_known; /* the manifest exists: never an input */
-  dev_t man_dev;
-  ino_t man_ino;
-  /* The manifest's directory and base name: a file of that name there, or
-   * a temp of it, is never an input either, even one that appeared after
-   * the run started (walk.c). man_base NULL: no manifest file.
-   */
-  const char *man_base;
-  size_t man_base_len;
-  dev_t man_dir_dev;
-  ino_t man_dir_ino;
   pc__mold_t man_old; /* what was at the manifest's name at the start */
-  /* Directories never entered: the cache's (--cache-dir and the one its
-   * entries live in), should they be inside a PATH.
-   */
-  pc__devino_t skip_dirs[2];
-  size_t nskip_dirs;
   int walk_done;
 
   /* Schedule: units by size, largest first, within `jobs` and the memory
@@ -148,30 +101,6 @@ typedef struct pc__run {
   int stopping;
   int fatal; /* a negative code that ends the run (ENOMEM) */
 } pc__run_t;
-
-/* walk.c */
-int pc__walk_start(pc__run_t *r);
-/* Visits up to `budget` entries. Returns 1 when the walk is over. */
-int pc__walk_step(pc__run_t *r, unsigned budget);
-void pc__walk_stop(pc__run_t *r);
-
-/* run.c: the walk hands every file over through these two. */
-/* A file that gets no job (skipped, or failed before it could start). Takes
- * ownership of rel.
- */
-void pc__run_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
-                  pc_skip_t skip, const struct stat *st, int err);
-/* A file whose outputs are current per `prev`, the earlier manifest's
- * record: its line names the file by the record's own path.
- */
-void pc__run_unchanged(pc__run_t *r, uint32_t root, const char *full,
-                       const pc__prev_rec_t *prev);
-/* A file to compress. Takes ownership of job. */
-void pc__run_push(pc__run_t *r, pc__job_t *job);
-/* Hands the gathered small files on as one unit (end of a directory). */
-void pc__run_flush(pc__run_t *r);
-/* An error about no one file (a directory that cannot be read). */
-void pc__run_error(pc__run_t *r, const char *path, int err);
 
 /* manifest.c */
 /* What a manifest says, whoever wrote it (a run, or a merge). */
