@@ -175,8 +175,8 @@ typedef struct pc_totals {
                           the manifest or the cache (see on_error) */
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
   uint64_t removed;    /* outputs removed (or, dry run, to remove) */
-  int signo;           /* the signal that interrupted the run (see
-                          pc_run()), else 0 */
+  int signo;           /* the signal pc_stop() named when it stopped the
+                          run (see pc_run()), else 0 */
   struct {
     uint64_t files;     /* outputs kept */
     uint64_t bytes_in;  /* source bytes of those files */
@@ -330,28 +330,43 @@ PC_EXTERN const char *pc_library_versions(void);
 /* Runs the whole job: walk, compress, write, manifest.
  *
  * Returns 0 when the run completed (files may still have failed: see
- * totals->failed and on_file), PC_EINTERRUPTED when a signal stopped it
- * (totals then hold what was done, totals->signo which signal), or another
- * negative code when nothing could run (invalid options, no loop, a
- * manifest name it may not replace: PC_EREFUSE, PC_EOUTNAME, or the error
- * met reading what is there, with totals->err_path set to the name).
+ * totals->failed and on_file), PC_EINTERRUPTED when pc_stop() stopped it
+ * (totals then hold what was done, totals->signo the signal it named), or
+ * another negative code when nothing could run (invalid options, -EBUSY:
+ * another run is in progress, no loop, a manifest name it may not
+ * replace: PC_EREFUSE, PC_EOUTNAME, or the error met reading what is
+ * there, with totals->err_path set to the name).
  * totals may be NULL.
  *
- * Signals. While it runs (until it returns, the manifest included),
- * pc_run() catches, with libuv signal handles on its own loop:
- *  - SIGINT and SIGTERM, always;
- *  - SIGHUP and SIGPIPE, when their action is the default (so `nohup`,
- *    or a caller that ignores SIGPIPE or has a handler, keeps its own).
- * Any of them stops the run cleanly: no new file starts, files being
- * compressed stop at their next slice and remove their temp files, and
- * the manifest is written marked "incomplete". A SIGPIPE raised by a
- * write of the caller's (an on_file that prints to a closed pipe) thus
- * ends the run instead of the process; the write itself fails with EPIPE.
- * SIGXFSZ, when at its default action, is ignored, so that a write past
- * RLIMIT_FSIZE (`ulimit -f`) fails that file with EFBIG instead of killing
- * the process. Each disposition is restored before pc_run() returns.
+ * Signals. pc_run() installs no signal handler and changes no signal's
+ * disposition: signals are the program's. To stop a run on SIGINT (and
+ * SIGTERM, SIGHUP, SIGPIPE...), the program's own handler calls
+ * pc_stop(), as the precompress program does. A write past RLIMIT_FSIZE
+ * (`ulimit -f`) raises SIGXFSZ, which at its default action ends the
+ * process: a program that would rather have that file fail with EFBIG
+ * ignores SIGXFSZ first (the precompress program does, while it runs).
+ *
+ * One run at a time. libuv's threadpool, which pc_run() sizes and fills,
+ * is the process's, so a call made while another pc_run() is in progress
+ * (on any thread) returns -EBUSY at once and changes nothing. Every other
+ * function here may be called from any thread at any time, also during a
+ * run; the callbacks are made on the thread that called pc_run().
+ *
+ * What a run allocates, codec state included, is freed before it returns:
+ * libuv's pool threads keep only their stacks.
  */
 PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
+
+/* Asks the run in progress to stop: no new file
+ * starts, files being compressed stop at their next slice and remove
+ * their temp files, the manifest is written marked "incomplete", and
+ * pc_run() returns PC_EINTERRUPTED with totals->signo set to `signo`
+ * (0 when it is not above 0). Only the first request of a run counts.
+ * Async-signal-safe, and callable from any thread; returns at once.
+ * With no run in progress it does nothing: a stop is not kept for the
+ * next run.
+ */
+PC_EXTERN void pc_stop(int signo);
 
 /* Merges the manifests of the shards of one job (same options, same
  * roots, no file in two of them) into `out`, written atomically: the same
