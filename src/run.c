@@ -749,6 +749,7 @@ static void free_run(pc__run_t *r) {
   free(r->skip_len);
   pc__prev_free(r->prev);
   pc__dedup_free(r->cfg.dedup);
+  pc__spares_free(r->cfg.spares);
   pc__cache_close((pc__cache_t *)r->cfg.cache);
 }
 
@@ -882,6 +883,8 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
       r->jobs = got / 2 > 0 ? got / 2 : 1;
   }
   r->cfg.jobs = r->jobs;
+  if ((err = pc__spares_new(&r->cfg.spares, r->jobs, opts->level[PC_GZ])) != 0)
+    goto out;
   if ((r->slots = calloc(r->jobs, sizeof(*r->slots))) == NULL) {
     err = -ENOMEM;
     goto out;
