@@ -388,9 +388,6 @@ PC_EXTERN int pc_merge_manifests(const char *out, const char *const *in,
  */
 PC_EXTERN int pc_options_check(const pc_options_t *opts, const char **what);
 
-/* Glob match used for --include/--exclude (exposed for tests and tools). */
-PC_EXTERN int pc_glob_match(const char *glob, const char *path);
-
 #ifdef __cplusplus
 }
 #endif

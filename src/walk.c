@@ -9,6 +9,7 @@
  */
 #include "run.h"
 
+#include "glob.h"
 #include "out.h"
 
 #include <ctype.h>
@@ -99,12 +100,12 @@ static int excluded(const pc__run_t *r, const char *rel) {
   const pc_options_t *o = r->opts;
   size_t k;
   for (k = 0; k < o->nexclude; k++)
-    if (pc_glob_match(o->exclude[k], rel))
+    if (pc__glob_match(o->exclude[k], rel))
       return 1;
   if (o->ninclude == 0)
     return 0;
   for (k = 0; k < o->ninclude; k++)
-    if (pc_glob_match(o->include[k], rel))
+    if (pc__glob_match(o->include[k], rel))
       return 0;
   return 1;
 }
