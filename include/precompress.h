@@ -83,6 +83,16 @@ typedef enum pc_gzip_engine {
   PC_GZIP_ZOPFLI = 2
 } pc_gzip_engine_t;
 
+/* The levels format `f` takes, and its default, into *min, *max and *def
+ * (each may be NULL). `e` matters for PC_GZ alone: gzip 1..9 (default 9)
+ * with zlib, 1..12 (12) with libdeflate, 1..1000 iterations (15) with
+ * zopfli; brotli 0..11 (11); zstd 1..19 (19). pc_options_init() sets the
+ * defaults for zlib: a program that picks another engine sets
+ * level[PC_GZ] from here. 0, or -EINVAL for an unknown format or engine.
+ */
+PC_EXTERN int pc_level_range(pc_format_t f, pc_gzip_engine_t e, int *min,
+                             int *max, int *def);
+
 /* "zlib", "libdeflate", "zopfli". */
 PC_EXTERN const char *pc_gzip_engine_name(pc_gzip_engine_t e);
 /* 1 if this build has the engine. */
@@ -201,7 +211,8 @@ typedef struct pc_options {
   size_t npaths;
 
   unsigned formats;           /* PC_FMT_BIT(PC_GZ) | ...; default gz and br */
-  int level[PC_NFORMATS];     /* gzip 1..9 (9), brotli 0..11 (11), zstd 1..19 (19) */
+  int level[PC_NFORMATS];     /* see pc_level_range(): gzip 1..9 (9),
+                                 brotli 0..11 (11), zstd 1..19 (19) */
   pc_gzip_engine_t gzip_engine; /* PC_GZIP_ZLIB; gzip level 1..12 with
                                    libdeflate, 1..1000 iterations with zopfli */
 

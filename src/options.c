@@ -40,6 +40,55 @@ static const char *const skip_names[PC_SKIP_MAX_] = {
 
 static const char *const engine_names[] = {"zlib", "libdeflate", "zopfli"};
 
+/* The levels each format takes, and its default: the one table.
+ * pc_options_init(), pc_options_check(), and through pc_level_range() the
+ * program's parser and --help, read it. gzip's row depends on the engine:
+ * libdeflate's default is its best level (the reason to pick it), zopfli's
+ * is its own default iteration count.
+ */
+typedef struct level_row {
+  int min, max, def;
+  const char *bad; /* pc_options_check()'s phrase */
+} level_row_t;
+
+static const level_row_t gz_levels[] = {
+    [PC_GZIP_ZLIB] = {1, 9, 9, "gzip level must be 1..9"},
+    [PC_GZIP_LIBDEFLATE] = {1, 12, 12,
+                            "gzip level must be 1..12 with libdeflate"},
+    [PC_GZIP_ZOPFLI] = {1, 1000, 15,
+                        "gzip level (zopfli iterations) must be 1..1000"},
+};
+static const level_row_t br_levels = {0, 11, 11,
+                                      "brotli quality must be 0..11"};
+static const level_row_t zst_levels = {1, 19, 19, "zstd level must be 1..19"};
+
+static const level_row_t *level_row(pc_format_t f, pc_gzip_engine_t e) {
+  switch (f) {
+  case PC_GZ:
+    return (unsigned)e < PC__ARRAY_SIZE(gz_levels) ? &gz_levels[e] : NULL;
+  case PC_BR:
+    return &br_levels;
+  case PC_ZST:
+    return &zst_levels;
+  default:
+    return NULL;
+  }
+}
+
+int pc_level_range(pc_format_t f, pc_gzip_engine_t e, int *min, int *max,
+                   int *def) {
+  const level_row_t *row = level_row(f, e);
+  if (row == NULL)
+    return -EINVAL;
+  if (min != NULL)
+    *min = row->min;
+  if (max != NULL)
+    *max = row->max;
+  if (def != NULL)
+    *def = row->def;
+  return 0;
+}
+
 const char *pc_gzip_engine_name(pc_gzip_engine_t e) {
   return (unsigned)e < PC__ARRAY_SIZE(engine_names) ? engine_names[e] : "?";
 }
@@ -80,9 +129,10 @@ int pc_format_available(pc_format_t f) {
 void pc_options_init(pc_options_t *o) {
   memset(o, 0, sizeof(*o));
   o->formats = PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR);
-  o->level[PC_GZ] = 9;
-  o->level[PC_BR] = 11;
-  o->level[PC_ZST] = 19;
+  o->gzip_engine = PC_GZIP_ZLIB;
+  o->level[PC_GZ] = gz_levels[PC_GZIP_ZLIB].def;
+  o->level[PC_BR] = br_levels.def;
+  o->level[PC_ZST] = zst_levels.def;
   o->ratio_num = 95;
   o->ratio_den = 100;
   o->min_size = 1;
@@ -90,7 +140,6 @@ void pc_options_init(pc_options_t *o) {
 }
 
 int pc_options_check(const pc_options_t *o, const char **what) {
-  static const int lo[PC_NFORMATS] = {1, 0, 1}, hi[PC_NFORMATS] = {9, 11, 19};
   const char *bad = NULL;
   int f;
 
@@ -112,22 +161,15 @@ int pc_options_check(const pc_options_t *o, const char **what) {
   if (bad == NULL && !pc_gzip_engine_available(o->gzip_engine))
     bad = "this build lacks that gzip engine";
   for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {
+    const level_row_t *row = level_row((pc_format_t)f, o->gzip_engine);
     if (!(o->formats & PC_FMT_BIT(f)))
       continue;
     if (!pc_format_available((pc_format_t)f))
       bad = "this build has no zstd support";
-    else if (f == PC_GZ && o->gzip_engine == PC_GZIP_LIBDEFLATE)
-      bad = o->level[f] < 1 || o->level[f] > 12
-                ? "gzip level must be 1..12 with libdeflate"
-                : NULL;
-    else if (f == PC_GZ && o->gzip_engine == PC_GZIP_ZOPFLI)
-      bad = o->level[f] < 1 || o->level[f] > 1000
-                ? "gzip level (zopfli iterations) must be 1..1000"
-                : NULL;
-    else if (o->level[f] < lo[f] || o->level[f] > hi[f])
-      bad = f == PC_GZ   ? "gzip level must be 1..9"
-            : f == PC_BR ? "brotli quality must be 0..11"
-                         : "zstd level must be 1..19";
+    else if (row == NULL) /* an engine pc_gzip_engine_available() took */
+      bad = "this build lacks that gzip engine";
+    else if (o->level[f] < row->min || o->level[f] > row->max)
+      bad = row->bad;
   }
   if (what != NULL)
     *what = bad;

@@ -386,15 +386,19 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     break;
   }
   case OPT_BROTLI_QUALITY:
-    if (parse_int_range(value, 0, 11, &n))
-      return bad_value(args, opt, value, "an integer 0..11");
-    o->level[PC_BR] = (int) n;
+  case OPT_ZSTD_LEVEL: {
+    /* The library's range (pc_level_range()), not a copy of it. */
+    pc_format_t f = def->id == OPT_BROTLI_QUALITY ? PC_BR : PC_ZST;
+    int lo = 0, hi = 0;
+    char expected[48];
+    pc_level_range(f, PC_GZIP_ZLIB, &lo, &hi, NULL);
+    if (parse_int_range(value, lo, hi, &n)) {
+      snprintf(expected, sizeof(expected), "an integer %d..%d", lo, hi);
+      return bad_value(args, opt, value, expected);
+    }
+    o->level[f] = (int) n;
     break;
-  case OPT_ZSTD_LEVEL:
-    if (parse_int_range(value, 1, 19, &n))
-      return bad_value(args, opt, value, "an integer 1..19");
-    o->level[PC_ZST] = (int) n;
-    break;
+  }
   case OPT_MAX_RATIO:
     if (cli_parse_ratio(value, &o->ratio_num, &o->ratio_den))
       return bad_value(args, opt, value,
@@ -609,22 +613,22 @@ static cli_status_t finish(parser_t *p) {
                 "(install libzstd-dev and rebuild)",
                 p->zst_by != NULL ? p->zst_by : "--zstd");
   {
-    /* gzip's level: 1..9 for zlib, 1..12 for libdeflate (default 12, the
-     * reason to pick it), iterations 1..1000 for zopfli (default 15, its
-     * own default).
+    /* gzip's range and default depend on the engine: the library's
+     * table says them (pc_level_range()).
      */
-    static const long hi[] = {9, 12, 1000}, dflt[] = {9, 12, 15};
     pc_gzip_engine_t e = args->opts.gzip_engine;
+    int lo = 1, hi = 0, dflt = 0;
     long n;
+    pc_level_range(PC_GZ, e, &lo, &hi, &dflt);
     if (p->gzip_level == NULL)
-      args->opts.level[PC_GZ] = (int) dflt[e];
-    else if (parse_int_range(p->gzip_level, 1, hi[e], &n)) {
+      args->opts.level[PC_GZ] = dflt;
+    else if (parse_int_range(p->gzip_level, lo, hi, &n)) {
       char q[64];
       return fail(args, CLI_EUSAGE,
-                  "--gzip-level: '%s' is not an integer 1..%ld (with the %s "
+                  "--gzip-level: '%s' is not an integer %d..%d (with the %s "
                   "engine)", shown(q, sizeof(q), p->gzip_level,
                                    strlen(p->gzip_level)),
-                  hi[e], pc_gzip_engine_name(e));
+                  lo, hi, pc_gzip_engine_name(e));
     }
     else
       args->opts.level[PC_GZ] = (int) n;
