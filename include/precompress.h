@@ -25,10 +25,19 @@ extern "C" {
 #define PC_EXTERN
 #endif
 
-#define PC_VERSION_MAJOR 1
-#define PC_VERSION_MINOR 1
+/* Versions. Until 1.0 the ABI is not promised: a 0.x minor release may
+ * add fields to the public structs (pc_options_t, pc_totals_t, pc_file_t,
+ * ...), so a program built against 0.N is rebuilt for 0.N+1; a patch
+ * release changes no struct. The shared library's soversion is 0 for the
+ * whole 0.x series. From 1.0 on, structs only grow at their end and a
+ * layout change bumps the major version and the soversion with it.
+ * (Releases numbered 1.0 and 1.1 before this rule made no such promise;
+ * 0.9 replaces them.)
+ */
+#define PC_VERSION_MAJOR 0
+#define PC_VERSION_MINOR 9
 #define PC_VERSION_PATCH 0
-#define PC_VERSION_STRING "1.1.0"
+#define PC_VERSION_STRING "0.9.0"
 
 /* Error codes. System errors are negated errno values (-ENOENT, ...), the
  * same numbers libuv uses on Unix. The library's own start at -4000.
@@ -156,7 +165,6 @@ typedef struct pc_file {
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
-  /* Since 1.1. */
   int alone;            /* its encoders' estimate passed the memory limit
                            by itself: it ran with no other file beside it */
 } pc_file_t;
@@ -192,7 +200,6 @@ typedef struct pc_totals {
     uint64_t bytes_in;  /* source bytes of those files */
     uint64_t bytes_out; /* output bytes kept */
   } fmt[PC_NFORMATS];
-  /* Since 1.1. */
   uint64_t mem_limit;  /* the memory limit the run kept to (bytes), or
                           PC_MEMORY_UNLIMITED */
   uint64_t mem_peak;   /* the most the units in flight were estimated to
@@ -284,7 +291,6 @@ typedef struct pc_options {
    */
   void (*on_error)(void *data, const char *path, int err);
 
-  /* Since 1.1. */
   /* What the files in flight may take together, by their encoders' and
    * buffers' estimates (bytes). A file waits only while starting it would
    * pass the limit; one that passes it by itself runs alone. 0 means
