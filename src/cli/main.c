@@ -402,8 +402,8 @@ int main(int argc, char **argv) {
   release_signals();
   if (rc == 0 && stop_signo != 0) {
     /* It came when no run was there to stop (just before pc_run() began,
-     * or once it had finished): what its default action would have done
-     * then, it does now.
+     * or once its work was done): the disposition just put back (the
+     * default: death by that signal) gets it now, as it would have then.
      */
     raise(stop_signo);
   }
