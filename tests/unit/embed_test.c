@@ -2,7 +2,8 @@
  * linked against the shared library (tests/meson.build).
  *
  *  1. Its own SIGINT handler survives a run: still installed afterwards
- *     (sigaction query) and still called when SIGINT comes.
+ *     (sigaction query) and still called when SIGINT comes. A second
+ *     pc_run() during a run (from a callback) returns -EBUSY.
  *  2. pc_stop() from another thread, and from that SIGINT handler, stops
  *     a run over a larger tree: PC_EINTERRUPTED, fewer files than there
  *     are, no temp file left, the manifest marked incomplete.
@@ -206,6 +207,17 @@ static void on_file(void *data, const pc_file_t *file) {
   __atomic_add_fetch(&files_seen, 1, __ATOMIC_SEQ_CST);
 }
 
+/* The first file's callback tries a second run while the first is on. */
+static int busy_rc = 1;
+static const pc_options_t *busy_opts;
+
+static void on_file_busy(void *data, const pc_file_t *file) {
+  (void)data;
+  (void)file;
+  if (busy_rc == 1)
+    busy_rc = pc_run(busy_opts, NULL);
+}
+
 struct stopper {
   int how; /* 0: pc_stop() from this thread; 1: SIGINT to the process */
 };
@@ -253,10 +265,13 @@ static void test_handler_survives(const char *fixtures) {
   paths[0] = tree;
   base_options(&o, paths);
   o.manifest = man;
+  o.on_file = on_file_busy;
+  busy_opts = &o;
   rc = pc_run(&o, &t);
   CHECK_EQ(rc, 0);
   CHECK(t.files > 0);
   CHECK(t.compressed > 0);
+  CHECK_EQ(busy_rc, -EBUSY);
 
   CHECK(sigaction(SIGINT, NULL, &now) == 0);
   CHECK(now.sa_handler == on_sigint);
