@@ -25,10 +25,19 @@ extern "C" {
 #define PC_EXTERN
 #endif
 
-#define PC_VERSION_MAJOR 1
-#define PC_VERSION_MINOR 1
+/* Versions. Until 1.0 the ABI is not promised: a 0.x minor release may
+ * add fields to the public structs (pc_options_t, pc_totals_t, pc_file_t,
+ * ...), so a program built against 0.N is rebuilt for 0.N+1; a patch
+ * release changes no struct. The shared library's soversion is 0 for the
+ * whole 0.x series. From 1.0 on, structs only grow at their end and a
+ * layout change bumps the major version and the soversion with it.
+ * (Releases numbered 1.0 and 1.1 before this rule made no such promise;
+ * 0.9 replaces them.)
+ */
+#define PC_VERSION_MAJOR 0
+#define PC_VERSION_MINOR 9
 #define PC_VERSION_PATCH 0
-#define PC_VERSION_STRING "1.1.0"
+#define PC_VERSION_STRING "0.9.0"
 
 /* Error codes. System errors are negated errno values (-ENOENT, ...), the
  * same numbers libuv uses on Unix. The library's own start at -4000.
@@ -82,6 +91,16 @@ typedef enum pc_gzip_engine {
   PC_GZIP_LIBDEFLATE = 1,
   PC_GZIP_ZOPFLI = 2
 } pc_gzip_engine_t;
+
+/* The levels format `f` takes, and its default, into *min, *max and *def
+ * (each may be NULL). `e` matters for PC_GZ alone: gzip 1..9 (default 9)
+ * with zlib, 1..12 (12) with libdeflate, 1..1000 iterations (15) with
+ * zopfli; brotli 0..11 (11); zstd 1..19 (19). pc_options_init() sets the
+ * defaults for zlib: a program that picks another engine sets
+ * level[PC_GZ] from here. 0, or -EINVAL for an unknown format or engine.
+ */
+PC_EXTERN int pc_level_range(pc_format_t f, pc_gzip_engine_t e, int *min,
+                             int *max, int *def);
 
 /* "zlib", "libdeflate", "zopfli". */
 PC_EXTERN const char *pc_gzip_engine_name(pc_gzip_engine_t e);
@@ -146,7 +165,6 @@ typedef struct pc_file {
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
-  /* Since 1.1. */
   int alone;            /* its encoders' estimate passed the memory limit
                            by itself: it ran with no other file beside it */
 } pc_file_t;
@@ -175,14 +193,13 @@ typedef struct pc_totals {
                           the manifest or the cache (see on_error) */
   uint64_t changes;    /* outputs created, replaced as stale, or removed */
   uint64_t removed;    /* outputs removed (or, dry run, to remove) */
-  int signo;           /* the signal that interrupted the run (see
-                          pc_run()), else 0 */
+  int signo;           /* the signal pc_stop() named when it stopped the
+                          run (see pc_run()), else 0 */
   struct {
     uint64_t files;     /* outputs kept */
     uint64_t bytes_in;  /* source bytes of those files */
     uint64_t bytes_out; /* output bytes kept */
   } fmt[PC_NFORMATS];
-  /* Since 1.1. */
   uint64_t mem_limit;  /* the memory limit the run kept to (bytes), or
                           PC_MEMORY_UNLIMITED */
   uint64_t mem_peak;   /* the most the units in flight were estimated to
@@ -201,7 +218,8 @@ typedef struct pc_options {
   size_t npaths;
 
   unsigned formats;           /* PC_FMT_BIT(PC_GZ) | ...; default gz and br */
-  int level[PC_NFORMATS];     /* gzip 1..9 (9), brotli 0..11 (11), zstd 1..19 (19) */
+  int level[PC_NFORMATS];     /* see pc_level_range(): gzip 1..9 (9),
+                                 brotli 0..11 (11), zstd 1..19 (19) */
   pc_gzip_engine_t gzip_engine; /* PC_GZIP_ZLIB; gzip level 1..12 with
                                    libdeflate, 1..1000 iterations with zopfli */
 
@@ -274,7 +292,6 @@ typedef struct pc_options {
    */
   void (*on_error)(void *data, const char *path, int err);
 
-  /* Since 1.1. */
   /* What the files in flight may take together, by their encoders' and
    * buffers' estimates (bytes). A file waits only while starting it would
    * pass the limit; one that passes it by itself runs alone. 0 means
@@ -304,14 +321,6 @@ PC_EXTERN const char *const *pc_default_skip_ext(size_t *n);
  * PC_JOBS_MAX.
  */
 PC_EXTERN unsigned pc_default_jobs(void);
-
-/* The levels format f takes, *lo..*hi, and its default *dflt; for gzip,
- * with `engine` (zlib 1..9, libdeflate 1..12, zopfli 1..1000 iterations),
- * else engine is not looked at. 0, or -EINVAL for a format or engine this
- * library does not know (any pointer may be NULL).
- */
-PC_EXTERN int pc_level_range(pc_format_t f, pc_gzip_engine_t engine, int *lo,
-                             int *hi, int *dflt);
 
 /* No memory limit (pc_options_t.memory_limit, pc_memlimit_t.limit). */
 #define PC_MEMORY_UNLIMITED UINT64_MAX
@@ -343,28 +352,43 @@ PC_EXTERN const char *pc_library_versions(void);
 /* Runs the whole job: walk, compress, write, manifest.
  *
  * Returns 0 when the run completed (files may still have failed: see
- * totals->failed and on_file), PC_EINTERRUPTED when a signal stopped it
- * (totals then hold what was done, totals->signo which signal), or another
- * negative code when nothing could run (invalid options, no loop, a
- * manifest name it may not replace: PC_EREFUSE, PC_EOUTNAME, or the error
- * met reading what is there, with totals->err_path set to the name).
+ * totals->failed and on_file), PC_EINTERRUPTED when pc_stop() stopped it
+ * (totals then hold what was done, totals->signo the signal it named), or
+ * another negative code when nothing could run (invalid options, -EBUSY:
+ * another run is in progress, no loop, a manifest name it may not
+ * replace: PC_EREFUSE, PC_EOUTNAME, or the error met reading what is
+ * there, with totals->err_path set to the name).
  * totals may be NULL.
  *
- * Signals. While it runs (until it returns, the manifest included),
- * pc_run() catches, with libuv signal handles on its own loop:
- *  - SIGINT and SIGTERM, always;
- *  - SIGHUP and SIGPIPE, when their action is the default (so `nohup`,
- *    or a caller that ignores SIGPIPE or has a handler, keeps its own).
- * Any of them stops the run cleanly: no new file starts, files being
- * compressed stop at their next slice and remove their temp files, and
- * the manifest is written marked "incomplete". A SIGPIPE raised by a
- * write of the caller's (an on_file that prints to a closed pipe) thus
- * ends the run instead of the process; the write itself fails with EPIPE.
- * SIGXFSZ, when at its default action, is ignored, so that a write past
- * RLIMIT_FSIZE (`ulimit -f`) fails that file with EFBIG instead of killing
- * the process. Each disposition is restored before pc_run() returns.
+ * Signals. pc_run() installs no signal handler and changes no signal's
+ * disposition: signals are the program's. To stop a run on SIGINT (and
+ * SIGTERM, SIGHUP, SIGPIPE...), the program's own handler calls
+ * pc_stop(), as the precompress program does. A write past RLIMIT_FSIZE
+ * (`ulimit -f`) raises SIGXFSZ, which at its default action ends the
+ * process: a program that would rather have that file fail with EFBIG
+ * ignores SIGXFSZ first (the precompress program does, while it runs).
+ *
+ * One run at a time. libuv's threadpool, which pc_run() sizes and fills,
+ * is the process's, so a call made while another pc_run() is in progress
+ * (on any thread) returns -EBUSY at once and changes nothing. Every other
+ * function here may be called from any thread at any time, also during a
+ * run; the callbacks are made on the thread that called pc_run().
+ *
+ * What a run allocates, codec state included, is freed before it returns:
+ * libuv's pool threads keep only their stacks.
  */
 PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
+
+/* Asks the run in progress to stop: no new file
+ * starts, files being compressed stop at their next slice and remove
+ * their temp files, the manifest is written marked "incomplete", and
+ * pc_run() returns PC_EINTERRUPTED with totals->signo set to `signo`
+ * (0 when it is not above 0). Only the first request of a run counts.
+ * Async-signal-safe, and callable from any thread; returns at once.
+ * With no run in progress it does nothing: a stop is not kept for the
+ * next run.
+ */
+PC_EXTERN void pc_stop(int signo);
 
 /* Merges the manifests of the shards of one job (same options, same
  * roots, no file in two of them) into `out`, written atomically: the same
@@ -395,9 +419,6 @@ PC_EXTERN int pc_merge_manifests_write(
  * NULL, receives a static phrase naming the bad field.
  */
 PC_EXTERN int pc_options_check(const pc_options_t *opts, const char **what);
-
-/* Glob match used for --include/--exclude (exposed for tests and tools). */
-PC_EXTERN int pc_glob_match(const char *glob, const char *path);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <string.h>
+#include <uv.h>
 #include <zlib.h>
 #if PC_HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -34,6 +35,7 @@
 struct pc__enc {
   pc_format_t fmt;
   int finished;
+  pc__spares_t *spares; /* where its deflate or zstd state goes back */
   union {
     struct {
       z_stream *z; /* on the heap: zlib checks it never moves */
@@ -109,16 +111,101 @@ static void mem_free(void *opaque, void *q) {
     munmap(p, len);
 }
 
-/* Per-thread spares: one deflate state and one zstd context, kept by the
- * worker thread between files. A spare's level must match to be reused.
+/* Encoder states a run keeps between files (codec.h). Owned by the run,
+ * not by the pool's threads, which outlive it: pc__spares_free() at the
+ * end of pc_run() leaves nothing behind (a zstd 19 context for a 10 MB
+ * input is about 90 MB). At most `cap` of each kind, as many as the run
+ * has jobs: one per worker is all that can be in use at once. Deflate
+ * states are kept only at the run's gzip level.
  */
-static _Thread_local struct {
-  int gz_level; /* 0: no spare */
-  z_stream *gz;
+struct pc__spares {
+  uv_mutex_t lock;
+  unsigned cap;
+  int gz_level;
+  unsigned ngz;
+  z_stream **gz;
 #if PC_HAVE_ZSTD
-  ZSTD_CCtx *zst;
+  unsigned nzst;
+  ZSTD_CCtx **zst;
 #endif
-} spare;
+};
+
+static void gz_destroy(z_stream *z) {
+  if (z != NULL) {
+    deflateEnd(z);
+    free(z);
+  }
+}
+
+int pc__spares_new(pc__spares_t **out, unsigned cap, int gz_level) {
+  pc__spares_t *sp = calloc(1, sizeof(*sp));
+  int err = -ENOMEM;
+
+  *out = NULL;
+  if (sp == NULL)
+    return -ENOMEM;
+  sp->cap = cap;
+  sp->gz_level = gz_level;
+  if ((sp->gz = calloc(cap ? cap : 1, sizeof(*sp->gz))) == NULL)
+    goto fail;
+#if PC_HAVE_ZSTD
+  if ((sp->zst = calloc(cap ? cap : 1, sizeof(*sp->zst))) == NULL)
+    goto fail;
+#endif
+  if ((err = uv_mutex_init(&sp->lock)) != 0)
+    goto fail;
+  *out = sp;
+  return 0;
+fail:
+  free(sp->gz);
+#if PC_HAVE_ZSTD
+  free(sp->zst);
+#endif
+  free(sp);
+  return err;
+}
+
+void pc__spares_free(pc__spares_t *sp) {
+  unsigned k;
+
+  if (sp == NULL)
+    return;
+  for (k = 0; k < sp->ngz; k++)
+    gz_destroy(sp->gz[k]);
+  free(sp->gz);
+#if PC_HAVE_ZSTD
+  for (k = 0; k < sp->nzst; k++)
+    ZSTD_freeCCtx(sp->zst[k]);
+  free(sp->zst);
+#endif
+  uv_mutex_destroy(&sp->lock);
+  free(sp);
+}
+
+/* A kept deflate state at `level`, or NULL. */
+static z_stream *take_gz(pc__spares_t *sp, int level) {
+  z_stream *z = NULL;
+  if (sp == NULL || level != sp->gz_level)
+    return NULL;
+  uv_mutex_lock(&sp->lock);
+  if (sp->ngz > 0)
+    z = sp->gz[--sp->ngz];
+  uv_mutex_unlock(&sp->lock);
+  return z;
+}
+
+/* Keeps z for the next file, or frees it when it is not wanted. */
+static void put_gz(pc__spares_t *sp, z_stream *z, int level) {
+  if (sp != NULL && level == sp->gz_level) {
+    uv_mutex_lock(&sp->lock);
+    if (sp->ngz < sp->cap) {
+      sp->gz[sp->ngz++] = z;
+      z = NULL;
+    }
+    uv_mutex_unlock(&sp->lock);
+  }
+  gz_destroy(z);
+}
 
 static int gz_init(pc__enc_t *e, int level, pc_gzip_engine_t engine) {
   e->u.gz.engine = engine;
@@ -131,13 +218,10 @@ static int gz_init(pc__enc_t *e, int level, pc_gzip_engine_t engine) {
     e->u.gz.xfl = engine == PC_GZIP_ZOPFLI || level >= 9 ? 2 : level == 1 ? 4 : 0;
     return 0;
   }
-  if (spare.gz_level == level) {
-    e->u.gz.z = spare.gz;
-    spare.gz = NULL;
-    spare.gz_level = 0;
+  if ((e->u.gz.z = take_gz(e->spares, level)) != NULL) {
     if (deflateReset(e->u.gz.z) != Z_OK) {
-      deflateEnd(e->u.gz.z);
-      free(e->u.gz.z);
+      gz_destroy(e->u.gz.z);
+      e->u.gz.z = NULL;
       return PC_ECODEC;
     }
   } else {
@@ -395,10 +479,16 @@ static int br_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
 
 static int zst_init(pc__enc_t *e, int level, uint64_t in_size,
                     unsigned threads) {
-  ZSTD_CCtx *c = spare.zst;
+  pc__spares_t *sp = e->spares;
+  ZSTD_CCtx *c = NULL;
   ZSTD_compressionParameters cp;
 
-  spare.zst = NULL;
+  if (sp != NULL) {
+    uv_mutex_lock(&sp->lock);
+    if (sp->nzst > 0)
+      c = sp->zst[--sp->nzst];
+    uv_mutex_unlock(&sp->lock);
+  }
   if (c == NULL &&
       (c = ZSTD_createCCtx_advanced(
            (ZSTD_customMem){mem_alloc, mem_free, NULL})) == NULL)
@@ -483,7 +573,8 @@ uint64_t pc__enc_mem(pc_format_t fmt, int level, pc_gzip_engine_t engine,
 }
 
 int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
-                pc_gzip_engine_t engine, uint64_t in_size, unsigned threads) {
+                pc_gzip_engine_t engine, uint64_t in_size, unsigned threads,
+                pc__spares_t *spares) {
   pc__enc_t *e = calloc(1, sizeof(*e));
   int err;
 
@@ -491,6 +582,7 @@ int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
   if (e == NULL)
     return -ENOMEM;
   e->fmt = fmt;
+  e->spares = spares;
   switch (fmt) {
   case PC_GZ:
     err = gz_init(e, level, engine);
@@ -539,23 +631,27 @@ void pc__enc_free(pc__enc_t *e) {
   switch (e->fmt) {
   case PC_GZ:
     pc__buf_free(&e->u.gz.whole);
-    if (e->u.gz.z == NULL)
-      break;
-    if (spare.gz != NULL) {
-      deflateEnd(spare.gz);
-      free(spare.gz);
-    }
-    spare.gz = e->u.gz.z;
-    spare.gz_level = e->u.gz.level;
+    if (e->u.gz.z != NULL)
+      put_gz(e->spares, e->u.gz.z, e->u.gz.level);
     break;
   case PC_BR:
     BrotliEncoderDestroyInstance(e->u.br);
     break;
 #if PC_HAVE_ZSTD
-  case PC_ZST:
-    ZSTD_freeCCtx(spare.zst);
-    spare.zst = e->u.zst;
+  case PC_ZST: {
+    pc__spares_t *sp = e->spares;
+    ZSTD_CCtx *c = e->u.zst;
+    if (sp != NULL) {
+      uv_mutex_lock(&sp->lock);
+      if (sp->nzst < sp->cap) {
+        sp->zst[sp->nzst++] = c;
+        c = NULL;
+      }
+      uv_mutex_unlock(&sp->lock);
+    }
+    ZSTD_freeCCtx(c);
     break;
+  }
 #endif
   default:
     break;

@@ -5,7 +5,7 @@
  * "a/b/x.js". A glob with no '/' is matched against the base name, the way
  * .gitignore and rsync treat such patterns. '\' quotes the next character.
  */
-#include "common.h"
+#include "glob.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -213,7 +213,7 @@ out:
   return hit;
 }
 
-int pc_glob_match(const char *glob, const char *path) {
+int pc__glob_match(const char *glob, const char *path) {
   if (strchr(glob, '/') == NULL) {
     const char *base = strrchr(path, '/');
     return match(glob, base != NULL ? base + 1 : path);

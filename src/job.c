@@ -890,8 +890,8 @@ static void job_run(pc__job_t *j) {
       if (j->cfg->cache != NULL && have_hash && from_cache(j, f, h, limit, &fs[f]))
         continue;
       if ((err = pc__enc_new(&fs[f].enc, (pc_format_t)f, j->cfg->level[f],
-                             j->cfg->gzip_engine, j->size, j->cfg->jobs)) !=
-          0) {
+                             j->cfg->gzip_engine, j->size, j->cfg->jobs,
+                             j->cfg->spares)) != 0) {
         fail(j, err, NULL);
         goto out;
       }

@@ -27,6 +27,8 @@ typedef struct pc__cfg {
   unsigned jobs;   /* threads for zstd's own multi-threading of big files */
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
   struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */
+  struct pc__spares *spares; /* shared, with its own lock: codec states
+                                kept between files, freed with the run */
   const struct pc__cache *cache; /* read-only; NULL: no --cache-dir */
 } pc__cfg_t;
 

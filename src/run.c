@@ -19,7 +19,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <sched.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -380,8 +380,8 @@ static void schedule(pc__run_t *r) {
   }
 }
 
-/* The work is over: the loop stops. The signal handles stay open (and
- * catching) until pc_run() returns: the manifest is written under them.
+/* The work is over: the loop stops. The stop handle stays open until
+ * pc_run() returns: a stop during the manifest still counts.
  */
 static void close_handles(pc__run_t *r) {
   uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer};
@@ -660,12 +660,45 @@ static void on_timer(uv_timer_t *h) {
   progress(PC__CONTAINER_OF(h, pc__run_t, timer));
 }
 
-static void on_signal(uv_signal_t *h, int signo) {
-  pc__run_t *r = h->data;
-  if (!r->stopping) {
-    r->stopping = 1;
-    r->totals.signo = signo;
+/* The run in progress, for pc_stop(): at most one (pc_run() in
+ * precompress.h), registered before its set-up so that a stop during it
+ * counts.
+ */
+static _Atomic(pc__run_t *) active;
+/* pc_stop() calls between their look at `active` and their last touch of
+ * that run. pc_run() clears `active`, then waits for this to be 0 before
+ * it closes the handle and frees the run (both seq_cst: either a stopper
+ * sees NULL, or pc_run() sees the stopper).
+ */
+static atomic_int stoppers;
+
+/* Async-signal-safe: atomics and uv_async_send() only. */
+void pc_stop(int signo) {
+  pc__run_t *r;
+  int none = 0;
+
+  atomic_fetch_add(&stoppers, 1);
+  r = atomic_load(&active);
+  if (r != NULL) {
+    /* The first request names the signal; workers see the flag at their
+     * next slice without waiting for the loop.
+     */
+    atomic_compare_exchange_strong(&r->stop_signo, &none,
+                                   signo > 0 ? signo : -1);
     atomic_store(&r->cfg.stop, 1);
+    if (atomic_load(&r->stop_on))
+      uv_async_send(&r->stop_async);
+  }
+  atomic_fetch_sub(&stoppers, 1);
+}
+
+/* The loop's side of pc_stop(): what a signal did when the run caught it. */
+static void on_stop(uv_async_t *h) {
+  pc__run_t *r = PC__CONTAINER_OF(h, pc__run_t, stop_async);
+  int signo = atomic_load(&r->stop_signo);
+  if (signo != 0 && !r->stopping) {
+    r->stopping = 1;
+    r->totals.signo = signo > 0 ? signo : 0;
   }
   maybe_finish(r);
 }
@@ -724,71 +757,18 @@ out:
   return err;
 }
 
-static const int stop_signo[PC__NSIGS] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-
-/* 1 if sa is the default action (not ignored, no handler of the caller's). */
-static int is_default(const struct sigaction *sa) {
-  return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_DFL;
-}
-
-/* Catches the signals a run stops on, each with a libuv handle, and
- * ignores SIGXFSZ (precompress.h says which, and when). What each did
- * before is kept for release_signals().
+/* Closes every handle still open (the loop runs until they are). The
+ * run is no longer `active` and no pc_stop() is still at the stop handle.
  */
-static void catch_signals(pc__run_t *r) {
-  struct sigaction ign;
+static void release_handles(pc__run_t *r) {
+  uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer,
+                       (uv_handle_t *)&r->stop_async};
   size_t k;
 
-  for (k = 0; k < PC__NSIGS; k++) {
-    int s = stop_signo[k];
-    if (sigaction(s, NULL, &r->old_sig[k]) != 0)
-      continue;
-    /* `nohup`'s SIG_IGN, or a caller's own handler, stands. */
-    if ((s == SIGHUP || s == SIGPIPE) && !is_default(&r->old_sig[k]))
-      continue;
-    if (uv_signal_init(&r->loop, &r->sigs[k]) != 0)
-      continue;
-    r->sig_on[k] = 1;
-    r->sigs[k].data = r;
-    uv_signal_start(&r->sigs[k], on_signal, s);
-  }
-  /* A write past RLIMIT_FSIZE then fails with EFBIG (that file fails)
-   * instead of the signal killing the process, temp files left behind.
-   */
-  memset(&ign, 0, sizeof(ign));
-  ign.sa_handler = SIG_IGN;
-  sigemptyset(&ign.sa_mask);
-  if (sigaction(SIGXFSZ, NULL, &r->old_xfsz) == 0 &&
-      is_default(&r->old_xfsz) && sigaction(SIGXFSZ, &ign, NULL) == 0)
-    r->xfsz_ignored = 1;
-}
-
-/* Closes every handle still open (the loop runs until they are), then
- * puts back what each signal did before the run. libuv leaves a signal
- * at its default action when its last handle closes; the caller may have
- * had another.
- */
-static void release_signals(pc__run_t *r) {
-  uv_handle_t *hs[2 + PC__NSIGS];
-  size_t k, n = 0;
-
-  hs[n++] = (uv_handle_t *)&r->idle;
-  hs[n++] = (uv_handle_t *)&r->timer;
-  for (k = 0; k < PC__NSIGS; k++)
-    if (r->sig_on[k])
-      hs[n++] = (uv_handle_t *)&r->sigs[k];
-  for (k = 0; k < n; k++)
+  for (k = 0; k < PC__ARRAY_SIZE(hs); k++)
     if (!uv_is_closing(hs[k]))
       uv_close(hs[k], NULL);
   uv_run(&r->loop, UV_RUN_DEFAULT);
-  for (k = 0; k < PC__NSIGS; k++) {
-    if (r->sig_on[k])
-      sigaction(stop_signo[k], &r->old_sig[k], NULL);
-    r->sig_on[k] = 0;
-  }
-  if (r->xfsz_ignored)
-    sigaction(SIGXFSZ, &r->old_xfsz, NULL);
-  r->xfsz_ignored = 0;
 }
 
 /* Splits the PATHs into roots: a directory is its own root; a file's root
@@ -1014,6 +994,7 @@ static void free_run(pc__run_t *r) {
   pc__select_free(&r->sel);
   pc__prev_free(r->prev);
   pc__dedup_free(r->cfg.dedup);
+  pc__spares_free(r->cfg.spares);
   pc__cache_close((pc__cache_t *)r->cfg.cache);
 }
 
@@ -1082,6 +1063,18 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   r->cfg.min_size = opts->min_size;
   r->cfg.fsync = opts->fsync;
   atomic_init(&r->cfg.stop, 0);
+  atomic_init(&r->stop_signo, 0);
+  atomic_init(&r->stop_on, 0);
+  {
+    /* One run at a time: libuv's pool, which it sizes and fills, is the
+     * process's (precompress.h).
+     */
+    pc__run_t *none = NULL;
+    if (!atomic_compare_exchange_strong(&active, &none, r)) {
+      free(r);
+      return -EBUSY;
+    }
+  }
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
     goto out;
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
@@ -1134,6 +1127,8 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
       r->jobs = got / 2 > 0 ? got / 2 : 1;
   }
   r->cfg.jobs = r->jobs;
+  if ((err = pc__spares_new(&r->cfg.spares, r->jobs, opts->level[PC_GZ])) != 0)
+    goto out;
   if ((r->slots = calloc(r->jobs, sizeof(*r->slots))) == NULL) {
     err = -ENOMEM;
     goto out;
@@ -1179,8 +1174,12 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     goto out;
   uv_idle_init(&r->loop, &r->idle);
   uv_timer_init(&r->loop, &r->timer);
-  catch_signals(r);
+  uv_async_init(&r->loop, &r->stop_async, on_stop);
   loop_open = 1;
+  /* A request made before the handle was open is acted on now. */
+  atomic_store(&r->stop_on, 1);
+  if (atomic_load(&r->stop_signo) != 0)
+    uv_async_send(&r->stop_async);
   if (opts->on_progress != NULL)
     uv_timer_start(&r->timer, on_timer, PROGRESS_MS, PROGRESS_MS);
 
@@ -1216,8 +1215,9 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     to.sync = r->cfg.fsync;
     if ((merr = pc__manifest_write(r, &to)) != 0)
       report_error(r, opts->manifest, merr);
-    /* A signal that came while it was written (a SIGPIPE from a manifest
-     * sent to a closed pipe) counts like any other: its callback runs now.
+    /* A stop that came while it was written (the CLI's on a SIGPIPE from
+     * a manifest sent to a closed pipe) counts like any other: its
+     * callback runs now.
      */
     uv_run(&r->loop, UV_RUN_NOWAIT);
     if (err == 0 && r->stopping)
@@ -1240,8 +1240,11 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     *totals = r->totals;
 
 out:
+  atomic_store(&active, NULL);
+  while (atomic_load(&stoppers) != 0)
+    sched_yield(); /* a pc_stop() on another thread, a few instructions */
   if (loop_open) {
-    release_signals(r);
+    release_handles(r);
     uv_loop_close(&r->loop);
   }
   free_run(r);

@@ -10,12 +10,10 @@
 #include "select.h"
 #include "walk.h"
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <uv.h>
 
-/* The signals a run stops on: SIGINT, SIGTERM, SIGHUP, SIGPIPE (run.c). */
-#define PC__NSIGS 4
 
 /* One file's line in the manifest. */
 typedef struct pc__rec {
@@ -90,14 +88,13 @@ typedef struct pc__run {
   uint64_t cache_puts; /* entries stored: the cache grew, trim it */
   pc_progress_t progress;
   uv_timer_t timer;
-  /* The signals caught while the run lasts (pc_run() in precompress.h),
-   * each with what it did before: put back when the run returns.
+  /* pc_stop() (run.c), from any thread or a signal handler: the first
+   * request's signal (-1 when it named none; 0: no request yet), and the
+   * handle it wakes the loop with, once stop_on says it is open.
    */
-  uv_signal_t sigs[PC__NSIGS];
-  int sig_on[PC__NSIGS];
-  struct sigaction old_sig[PC__NSIGS];
-  int xfsz_ignored;
-  struct sigaction old_xfsz;
+  atomic_int stop_signo;
+  atomic_int stop_on;
+  uv_async_t stop_async;
   int stopping;
   int fatal; /* a negative code that ends the run (ENOMEM) */
 } pc__run_t;

@@ -4,6 +4,8 @@
  */
 #include "select.h"
 
+#include "glob.h"
+
 #include <ctype.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -125,12 +127,12 @@ static int excluded(const pc__select_t *s, const char *rel) {
   const pc_options_t *o = s->opts;
   size_t k;
   for (k = 0; k < o->nexclude; k++)
-    if (pc_glob_match(o->exclude[k], rel))
+    if (pc__glob_match(o->exclude[k], rel))
       return 1;
   if (o->ninclude == 0)
     return 0;
   for (k = 0; k < o->ninclude; k++)
-    if (pc_glob_match(o->include[k], rel))
+    if (pc__glob_match(o->include[k], rel))
       return 0;
   return 1;
 }

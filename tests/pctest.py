@@ -108,6 +108,20 @@ def words_data(size, seed=1234):
     return "".join(parts).encode()[:size]
 
 
+def copy_program(dst):
+    """Copies PROGRAM to dst so that the copy runs: a program linked against
+    the shared library (the default build) finds it at $ORIGIN/.. (meson's
+    build RUNPATH: build/src beside build/src/cli), so the library goes one
+    level above dst's directory too. A static program is copied alone."""
+    shutil.copy2(PROGRAM, dst)
+    libdir = os.path.dirname(os.path.dirname(os.path.abspath(PROGRAM)))
+    up = os.path.dirname(os.path.dirname(os.path.abspath(dst)))
+    for name in os.listdir(libdir):
+        src = os.path.join(libdir, name)
+        if name.startswith("libprecompress.so") and (os.path.islink(src) or os.path.isfile(src)):
+            shutil.copy2(src, os.path.join(up, name), follow_symlinks=False)
+
+
 def have_zstd_build():
     v = os.environ.get("PC_HAVE_ZSTD")
     if v in ("0", "1"):
@@ -463,7 +477,7 @@ class PCTestCase(unittest.TestCase):
         os.makedirs(bindir)
         os.chmod(bindir, 0o755)
         self.prog = os.path.join(bindir, "precompress")
-        shutil.copy2(PROGRAM, self.prog)
+        copy_program(self.prog)
         os.chmod(self.prog, 0o755)
         for prog in (self.prog, PROGRAM):
             p = run(["--version"], as_nobody=True, timeout=30, program=prog)

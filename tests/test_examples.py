@@ -291,6 +291,10 @@ class DockerBase(Base):
                 env = dict(self.env)
                 env.update(st.env)
                 env["HOME"] = st.host("/root")
+                if not build:
+                    # The stand-in for the static program is the one under test,
+                    # which the default build links against the shared library.
+                    env["LD_LIBRARY_PATH"] = os.path.dirname(os.path.dirname(os.path.abspath(PROGRAM)))
                 env["PATH"] = st.host("/usr/local/bin") + os.pathsep + os.environ.get("PATH", "")
                 cwd = st.host(st.workdir)
                 out, err = self.bash(st.map_paths(rest), cwd, env, shell=("/bin/sh",))

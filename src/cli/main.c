@@ -34,6 +34,77 @@ static int stdout_gone;
 /* The last error writing the manifest to standard output (--manifest -). */
 static int stdout_err;
 
+/* The signals a run stops on. SIGHUP and SIGPIPE only at their default
+ * action: `nohup`'s SIG_IGN, or a parent's, stands.
+ */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+static struct sigaction old_stop[sizeof(stop_signals) / sizeof(int)];
+static int stop_caught[sizeof(stop_signals) / sizeof(int)];
+static struct sigaction old_xfsz;
+static int xfsz_ignored;
+/* The first stop signal that came while ours were installed. */
+static volatile sig_atomic_t stop_signo;
+
+static void on_stop_signal(int signo) {
+  int saved = errno;
+
+  if (stop_signo == 0)
+    stop_signo = signo;
+  pc_stop(signo); /* async-signal-safe */
+  errno = saved;
+}
+
+/* 1 if sa is the default action (not ignored, no handler). */
+static int is_default(const struct sigaction *sa) {
+  return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_DFL;
+}
+
+/* While pc_run() runs: the stop signals call pc_stop(), which stops the
+ * run cleanly (incomplete manifest, no temp file left); the exit status
+ * is then 128+N. A SIGPIPE from a write of ours to a closed standard
+ * output thus ends the run instead of the process; the write itself
+ * fails with EPIPE. SIGXFSZ, at its default action, is ignored, so that
+ * a write past RLIMIT_FSIZE (`ulimit -f`) fails that file with EFBIG
+ * instead of killing the process with temp files left behind.
+ */
+static void catch_signals(void) {
+  struct sigaction sa;
+  size_t k;
+
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_stop_signal;
+  sigfillset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (k = 0; k < sizeof(stop_signals) / sizeof(int); k++) {
+    int s = stop_signals[k];
+    if (sigaction(s, NULL, &old_stop[k]) != 0)
+      continue;
+    if ((s == SIGHUP || s == SIGPIPE) && !is_default(&old_stop[k]))
+      continue;
+    stop_caught[k] = sigaction(s, &sa, NULL) == 0;
+  }
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGXFSZ, NULL, &old_xfsz) == 0 && is_default(&old_xfsz) &&
+      sigaction(SIGXFSZ, &sa, NULL) == 0)
+    xfsz_ignored = 1;
+}
+
+/* Puts back what each signal did before the run. */
+static void release_signals(void) {
+  size_t k;
+
+  for (k = 0; k < sizeof(stop_signals) / sizeof(int); k++) {
+    if (stop_caught[k])
+      sigaction(stop_signals[k], &old_stop[k], NULL);
+    stop_caught[k] = 0;
+  }
+  if (xfsz_ignored)
+    sigaction(SIGXFSZ, &old_xfsz, NULL);
+  xfsz_ignored = 0;
+}
+
 /* "0.95" for 95/100: exact when den is a power of ten, which is all the
  * parser produces; anything else gets a close decimal.
  */
@@ -339,11 +410,20 @@ int main(int argc, char **argv) {
 
   cli_report_memory(&report, &args);
   memset(&totals, 0, sizeof(totals));
+  catch_signals();
   rc = pc_run(&args.opts, &totals);
+  release_signals();
+  if (rc == 0 && stop_signo != 0) {
+    /* It came when no run was there to stop (just before pc_run() began,
+     * or once its work was done): the disposition just put back (the
+     * default: death by that signal) gets it now, as it would have then.
+     */
+    raise(stop_signo);
+  }
   cli_report_clear(&report);
-  /* pc_run() caught SIGPIPE while it ran (and put back its default
-   * action); from here on a closed standard output is an EPIPE that
-   * finish_stdout() turns into 141, never a death by signal.
+  /* SIGPIPE stopped the run while it ran; from here on a closed standard
+   * output is an EPIPE that finish_stdout() turns into 141, never a death
+   * by signal.
    */
   signal(SIGPIPE, SIG_IGN);
   if (totals.signo == SIGPIPE)

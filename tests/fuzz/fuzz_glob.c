@@ -1,4 +1,4 @@
-/* libFuzzer target: pc_glob_match().
+/* libFuzzer target: pc__glob_match().
  *
  * Input: GLOB NUL PATH (no NUL: the whole input is the glob, the path is
  * empty). Besides "no crash, no UB, no leak", it checks what must hold for
@@ -11,7 +11,7 @@
  *  - the path with every byte quoted by '\' matches itself, also behind
  *    "**" "/"; the base name quoted matches the path.
  */
-#include "precompress.h"
+#include "glob.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   slash = strrchr(path, '/');
   base = slash != NULL ? slash + 1 : path;
 
-  m = pc_glob_match(glob, path);
+  m = pc__glob_match(glob, path);
   check(m == 0 || m == 1);
 
   if (!has_special(glob)) {
@@ -84,24 +84,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       check(m == (strcmp(glob[0] == '/' ? glob + 1 : glob, path) == 0));
   }
 
-  check(pc_glob_match("*", path) == 1);
-  check(pc_glob_match("**", path) == 1);
+  check(pc__glob_match("*", path) == 1);
+  check(pc__glob_match("**", path) == 1);
 
   if (strlen(base) <= 256) {
     char qs[257];
     memset(qs, '?', strlen(base));
     qs[strlen(base)] = '\0';
-    check(pc_glob_match(qs, path) == 1);
+    check(pc__glob_match(qs, path) == 1);
   }
 
   q = quoted("", path);
-  check(pc_glob_match(q, path) == 1);
+  check(pc__glob_match(q, path) == 1);
   free(q);
   q = quoted("**/", path);
-  check(pc_glob_match(q, path) == 1);
+  check(pc__glob_match(q, path) == 1);
   free(q);
   q = quoted("", base);
-  check(pc_glob_match(q, path) == 1);
+  check(pc__glob_match(q, path) == 1);
   free(q);
 
   free(glob);

@@ -1,17 +1,19 @@
-/* pc_glob_match: the glob language of --include/--exclude. */
+/* pc__glob_match: the glob language of --include/--exclude (an internal
+ * module: src/ is on this test's include path).
+ */
 #include <stdio.h>
 
-#include "precompress.h"
+#include "glob.h"
 
 static int failures;
 static int checks;
 
 static void expect(const char *glob, const char *path, int want, int line) {
-  int got = pc_glob_match(glob, path) != 0;
+  int got = pc__glob_match(glob, path) != 0;
   checks++;
   if (got != want) {
     failures++;
-    fprintf(stderr, "glob_test.c:%d: pc_glob_match(\"%s\", \"%s\") = %d, want %d\n",
+    fprintf(stderr, "glob_test.c:%d: pc__glob_match(\"%s\", \"%s\") = %d, want %d\n",
             line, glob, path, got, want);
   }
 }
