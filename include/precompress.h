@@ -47,7 +47,8 @@ extern "C" {
   XX(EOUTNAME, -4011,                                                         \
      "refusing to write a manifest under an output's name (.gz, .br, .zst)")  \
   XX(EUNSAFE, -4012,                                                          \
-     "refusing a cache directory another user owns or others can write")
+     "refusing a cache another user owns or others can write")      \
+  XX(ESTORE, -4013, "not a precompress cache store, or a damaged one")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),

@@ -27,7 +27,7 @@ typedef struct pc__cfg {
   unsigned jobs;   /* threads for zstd's own multi-threading of big files */
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
   struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */
-  const struct pc__cache *cache; /* read-only; NULL: no --cache-dir */
+  struct pc__cache *cache; /* thread-safe (cache.h); NULL: no --cache-dir */
 } pc__cfg_t;
 
 /* A job waits in the run's heap from the walk until a worker is free: as

@@ -30,7 +30,7 @@ import threading
 import time
 import unittest
 
-from pctest import (NOBODY, PCTestCase, br_oracle, child_env, decode, gz_oracle, main, make_world_accessible, run, temp_leftovers, walk_all,
+from pctest import (NOBODY, STORE, PCTestCase, sha256, store_exec, store_path, store_rows, br_oracle, child_env, decode, gz_oracle, main, make_world_accessible, run, temp_leftovers, walk_all,
                     words_data)
 
 
@@ -163,15 +163,13 @@ class DryRunCache(PCTestCase):
         root = self.copy_site()
         cache = self.path("cache")
         self.run_ok(["--cache-dir", cache, root])
-        entries = [k for k, v in cache_state(cache).items() if stat.S_ISREG(v[2])]
-        self.assertTrue(entries)
-        # an old last-use time the refresh would move, and one corrupt entry a real run removes
-        for e in entries:
-            os.utime(os.path.join(cache, e), ns=(1_000_000_000, 1_000_000_000))
-        with open(os.path.join(cache, entries[0]), "r+b") as f:
-            f.seek(60)
-            f.write(b"XX")
+        rows = store_rows(cache)
+        self.assertTrue(rows)
+        # old last-use times the refresh would move, and one corrupt entry a real run removes
+        store_exec(cache, ("UPDATE entry SET used = 1000", ()),
+                   ("UPDATE payload SET data = ? WHERE id = ?", (b"XX" + rows[0]["data"][2:], rows[0]["id"])))
         before = cache_state(cache)
+        before_bytes = sha256(store_path(cache))
         for mode in (["-n"], ["--check"]):
             with self.subTest(mode=mode):
                 fresh = self.copy_site("fresh-%s" % mode[0].strip("-"))
@@ -181,25 +179,43 @@ class DryRunCache(PCTestCase):
                 r = run(mode + ["--cache-dir", cache, fresh])
                 self.assertIn(r.rc, (0, 1), r)
                 self.assertEqual(cache_state(cache), before, "%s changed the cache" % mode)
+                self.assertEqual(sha256(store_path(cache)), before_bytes, "%s changed the store" % mode)
 
 
 class CacheFifo(PCTestCase):
-    def test_fifo_at_an_entry_name_is_a_miss(self):
+    def test_fifo_at_the_store_or_beside_it_does_not_hang_the_run(self):
+        for name in (STORE, STORE + "-wal"):
+            with self.subTest(fifo=name):
+                root = self.copy_site("first-" + name)
+                cache = self.path("cache-" + name)
+                self.run_ok(["--cache-dir", cache, root])
+                p = os.path.join(cache, name)
+                if os.path.exists(p):
+                    os.unlink(p)
+                os.mkfifo(p, 0o600)
+                fresh = self.copy_site("fresh-" + name)
+                r = run(["--cache-dir", cache, fresh], timeout=60)
+                self.assertEqual(r.rc, 1, r)
+                self.assertIn("precompress: %s: not a precompress cache store, or a damaged one" % cache,
+                              r.err_lines, r)
+                for rel in ("js/app.js", "index.html"):
+                    src = os.path.join(fresh, rel)
+                    for ext in ("gz", "br"):
+                        self.assertEqual(decode(ext, src + "." + ext), open(src, "rb").read())
+
+    def test_symlink_at_the_store_is_refused(self):
         root = self.copy_site()
         cache = self.path("cache")
-        self.run_ok(["--cache-dir", cache, root])
-        entries = [k for k, v in cache_state(cache).items() if stat.S_ISREG(v[2])]
-        for e in entries:
-            p = os.path.join(cache, e)
-            os.unlink(p)
-            os.mkfifo(p)
-        fresh = self.copy_site("fresh")
-        r = run(["--cache-dir", cache, fresh], timeout=60)
-        self.assertEqual(r.rc, 0, r)
-        for rel in ("js/app.js", "index.html"):
-            src = os.path.join(fresh, rel)
-            for ext in ("gz", "br"):
-                self.assertEqual(decode(ext, src + "." + ext), open(src, "rb").read())
+        os.makedirs(cache, mode=0o700)
+        target = self.path("elsewhere.sqlite")
+        os.symlink(target, os.path.join(cache, STORE))
+        before = walk_all(root)
+        r = run(["--cache-dir", cache, root])
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("precompress: %s: refusing a cache another user owns or others can write" % cache,
+                      r.err_lines, r)
+        self.assertFalse(os.path.lexists(target), "the store was made through the link")
+        self.assertEqual(sorted(walk_all(root)), sorted(before))
 
 
 class OverlappingPaths(PCTestCase):
@@ -428,7 +444,7 @@ class PrivateCache(PCTestCase):
                 before = walk_all(root)
                 r = run(["--cache-dir", cache, root])
                 self.assertEqual(r.rc, 2, r)
-                self.assertIn("precompress: %s: refusing a cache directory another user owns or others can write"
+                self.assertIn("precompress: %s: refusing a cache another user owns or others can write"
                               % cache, r.err_lines, r)
                 self.assertEqual(sorted(walk_all(root)), sorted(before), "a refused run wrote outputs")
                 self.assertEqual(os.listdir(cache), [], "a refused cache was written")
