@@ -8,6 +8,7 @@
  *          143 SIGTERM); 141 too when standard output's reader went away
  */
 #include "args.h"
+#include "options_help.h"
 #include "report.h"
 
 #include <errno.h>
@@ -56,6 +57,9 @@ static void format_ratio(char *buf, size_t size, uint64_t num, uint64_t den) {
            (unsigned long long) (num % den));
 }
 
+/* The default skip list, wrapped to 78 columns; the help text has put the
+ * first line's indent and puts the newline after it.
+ */
 static void print_skip_list(FILE *f) {
   const char *const *ext;
   size_t col = 2;
@@ -63,7 +67,6 @@ static void print_skip_list(FILE *f) {
   size_t i;
 
   ext = pc_default_skip_ext(&n);
-  fputs("  ", f);
   for (i = 0; i < n; i++) {
     size_t len = strlen(ext[i]);
 
@@ -78,151 +81,61 @@ static void print_skip_list(FILE *f) {
     fputs(ext[i], f);
     col += len;
   }
-  fputc('\n', f);
 }
 
+/* The text comes from man/options.md (see options_help.h); this prints
+ * it with the values only the program knows: the library's defaults, the
+ * CPUs it may use and what this build lacks.
+ */
 static void print_help(FILE *f) {
   pc_options_t d;
   char ratio[48];
-  const char *zstd_note;
   const char *sep = "";
+  size_t p;
   int i;
 
   pc_options_init(&d);
   format_ratio(ratio, sizeof(ratio), d.ratio_num, d.ratio_den);
-  zstd_note = pc_format_available(PC_ZST) ? "" : " (not in this build)";
-
-  fputs("Usage: precompress [OPTIONS] PATH...\n"
-        "       precompress merge-manifests OUT IN...\n"
-        "Write FILE.gz and FILE.br (and FILE.zst when asked) beside every "
-        "file worth\n"
-        "compressing under each PATH, a directory (walked) or a file.\n"
-        "\nFormats:\n"
-        "      --no-gzip             do not write .gz\n"
-        "      --no-brotli           do not write .br\n",
-        f);
-  fprintf(f, "      --zstd                also write .zst%s\n", zstd_note);
-  fputs("      --formats LIST        write exactly these: a comma list of "
-        "gz, br, zst\n"
-        "                            [default: ",
-        f);
-  for (i = 0; i < PC_NFORMATS; i++) {
-    if (d.formats & PC_FMT_BIT(i)) {
-      fprintf(f, "%s%s", sep, pc_format_ext((pc_format_t) i));
-      sep = ",";
+  for (p = 0; p < sizeof(pc__help_pieces) / sizeof(pc__help_pieces[0]); p++) {
+    fputs(pc__help_pieces[p].text, f);
+    switch (pc__help_pieces[p].value) {
+    case PC__HELP_NONE:
+      break;
+    case PC__HELP_ZSTD_NOTE:
+      if (!pc_format_available(PC_ZST))
+        fputs(" (not in this build)", f);
+      break;
+    case PC__HELP_FORMATS:
+      for (i = 0; i < PC_NFORMATS; i++) {
+        if (d.formats & PC_FMT_BIT(i)) {
+          fprintf(f, "%s%s", sep, pc_format_ext((pc_format_t) i));
+          sep = ",";
+        }
+      }
+      break;
+    case PC__HELP_GZIP_LEVEL:
+      fprintf(f, "%d", d.level[PC_GZ]);
+      break;
+    case PC__HELP_BROTLI_QUALITY:
+      fprintf(f, "%d", d.level[PC_BR]);
+      break;
+    case PC__HELP_ZSTD_LEVEL:
+      fprintf(f, "%d", d.level[PC_ZST]);
+      break;
+    case PC__HELP_MAX_RATIO:
+      fputs(ratio, f);
+      break;
+    case PC__HELP_MIN_SIZE:
+      fprintf(f, "%llu", (unsigned long long) d.min_size);
+      break;
+    case PC__HELP_JOBS:
+      fprintf(f, "%u", pc_default_jobs());
+      break;
+    case PC__HELP_SKIP_LIST:
+      print_skip_list(f);
+      break;
     }
   }
-  fputs("]\n", f);
-  fprintf(f,
-          "\nLevels:\n"
-          "      --gzip-level N        gzip level, 1..9 [default: %d]; 1..12 "
-          "with libdeflate\n"
-          "                            [12]; iterations with zopfli [15]\n"
-          "      --gzip-engine E       zlib (byte-identical to whitenoise), "
-          "libdeflate or\n"
-          "                            zopfli (smaller, slower) [default: "
-          "zlib]\n"
-          "      --brotli-quality N    brotli quality, 0..11 [default: %d]\n"
-          "      --zstd-level N        zstd level, 1..19 [default: %d]\n",
-          d.level[PC_GZ], d.level[PC_BR], d.level[PC_ZST]);
-  fprintf(f,
-          "\nKeep rule:\n"
-          "      --max-ratio R         keep an output only if compressed <= "
-          "R * original,\n"
-          "                            0 < R <= 1 [default: %s]\n"
-          "      --min-size N          no output for files under N bytes "
-          "(4k, 2M, 1G)\n"
-          "                            [default: %llu]\n",
-          ratio, (unsigned long long) d.min_size);
-  fputs("\nSelection:\n"
-        "      --skip-ext LIST       never compress these extensions (a comma "
-        "list);\n"
-        "                            replaces the default list below; '' "
-        "skips nothing\n"
-        "      --include GLOB        only files matching GLOB (repeatable)\n"
-        "      --exclude GLOB        not files matching GLOB (repeatable)\n"
-        "                            globs match the path below its PATH; "
-        "'**' spans\n"
-        "                            directories; without '/' the base "
-        "name\n"
-        "      --follow              enter symlinked directories\n",
-        f);
-  fprintf(f,
-          "\nWork:\n"
-          "  -j, --jobs N              files compressed at once, 1..1024 "
-          "[default: %u]\n"
-          "      --manifest FILE       write a JSON manifest of the run to "
-          "FILE; files\n"
-          "                            unchanged since the FILE of an "
-          "earlier run (same\n"
-          "                            formats, levels, ratio) are not "
-          "read again; FILE\n"
-          "                            may replace only an earlier manifest; "
-          "'-' writes it\n"
-          "                            to standard output (nothing read "
-          "back)\n"
-          "      --force               compress every file, whatever the "
-          "manifest says\n"
-          "      --shard K/N           take only shard K of N (by hash of "
-          "the relative\n"
-          "                            path); join the manifests with "
-          "merge-manifests\n"
-          "      --fsync               make each output durable (fsync) "
-          "before it is\n"
-          "                            renamed into place, and its directory "
-          "after\n"
-          "      --cache-dir DIR       reuse results stored by content in DIR "
-          "(shared by\n"
-          "                            runs and trees; also "
-          "PRECOMPRESS_CACHE_DIR)\n"
-          "      --cache-max-size N    trim DIR to N bytes, least recently "
-          "used first\n"
-          "                            [default: 1G; 0: no limit]\n"
-          "      --memory-limit N      what the files in flight may take "
-          "together (512M,\n"
-          "                            2G); a file waits only while "
-          "starting it would\n"
-          "                            pass N, one over N alone runs alone "
-          "[default:\n"
-          "                            half of the cgroup limit, rlimit or "
-          "MemAvailable,\n"
-          "                            the smallest; -v says which; 0: no "
-          "limit]\n"
-          "  -n, --dry-run             compress but change nothing; list "
-          "what would change\n"
-          "      --check               list missing, stale or unwanted "
-          "outputs; exit 1\n"
-          "                            if there is any\n",
-          pc_default_jobs());
-  fputs("\nOutput:\n"
-        "  -q, --quiet               no summary, no progress; errors still "
-        "shown\n"
-        "  -v, --verbose             one line per file on stdout, and one "
-        "per output\n"
-        "                            removed\n"
-        "      --progress WHEN       auto, always or never [default: auto: "
-        "when stderr\n"
-        "                            is a terminal]\n"
-        "      --json                the summary as one JSON object on "
-        "stdout\n"
-        "      --json-lines          for scripts: one JSON object per file "
-        "on stdout,\n"
-        "                            then the summary; not with -v or "
-        "--json\n"
-        "\nMisc:\n"
-        "  -h, --help                show this help\n"
-        "  -V, --version             show the version and the libraries "
-        "linked\n"
-        "\nDefault skip list (case-insensitive, end of name; .gz, .br and "
-        ".zst files\n"
-        "are never inputs):\n",
-        f);
-  print_skip_list(f);
-  fputs("\nExit status: 0 done; 1 a file failed or --check found changes; "
-        "2 bad usage;\n"
-        "128+N stopped by signal N: 129 SIGHUP, 130 SIGINT, 141 SIGPIPE, "
-        "143 SIGTERM.\n",
-        f);
 }
 
 /* Every PATH must exist before any work starts, so that a typo does not

@@ -12,7 +12,8 @@ response's (never a compressed type), Last-Modified is the source's mtime, and
 compressed responses carry Vary: Accept-Encoding.
 
 A server whose binary (or, for nginx, the brotli static module) is missing is
-skipped with a message; .ci/deps installs both.
+skipped with a message; .ci/deps installs both. README.md's nginx and Caddy
+snippets must be lines of these configurations (ReadmeSnippets, no server needed).
 """
 import sys
 
@@ -20,12 +21,14 @@ sys.dont_write_bytecode = True
 
 import email.utils
 import os
+import re
 import shutil
 import signal
 import socket
 import stat
 import subprocess
 import time
+import types
 import unittest
 import urllib.parse
 
@@ -433,6 +436,35 @@ class CaddyServing(ServingBase):
         server = Caddy(self, root, self.path("server"), binary)
         server.start()
         self.check_server(server, root)
+
+
+class ReadmeSnippets(unittest.TestCase):
+    """README.md's server snippets are lines of the configurations served above, as they
+    are there (in one piece), so that what users paste is what these tests serve with."""
+
+    README = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "README.md")
+
+    def snippet(self, lang):
+        with open(self.README) as f:
+            text = f.read()
+        blocks = re.findall(r"^```%s\n(.*?)^```$" % lang, text, re.S | re.M)
+        self.assertEqual(len(blocks), 1, "README.md: want one ```%s block" % lang)
+        return [l.strip() for l in blocks[0].split("\n") if l.strip() and not l.strip().startswith("#")]
+
+    def assert_in_config(self, lines, config, server):
+        conf = [l.strip() for l in config.split("\n") if l.strip()]
+        runs = [conf[i:i + len(lines)] for i in range(len(conf))]
+        self.assertTrue(lines in runs, "README.md's %s snippet %r is not in the %s configuration "
+                        "the tests serve with:\n%s" % (server, lines, server, config))
+
+    def test_nginx_snippet(self):
+        fake = types.SimpleNamespace(work="/w", module="/m.so", port=1, site="/s")
+        self.assert_in_config(self.snippet("nginx"), Nginx.config(fake), "nginx")
+
+    def test_caddy_snippet(self):
+        fake = types.SimpleNamespace(home="/h", port=1, site="/s", ORDER=Caddy.ORDER)
+        self.assert_in_config(self.snippet("caddyfile"), Caddy.config(fake), "Caddy")
 
 
 def nginx_brotli_module(binary):

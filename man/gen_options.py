@@ -1,0 +1,326 @@
+#!/usr/bin/python3
+"""Makes the three forms of the option reference from its one source, man/options.md.
+
+    gen_options.py OPTIONS.md help OUT.h             the C include src/cli/main.c prints as --help
+    gen_options.py OPTIONS.md man TEMPLATE.in OUT.1  the man page, its @OPTIONS@ line replaced
+    gen_options.py OPTIONS.md readme README.md --check|--write
+                                                     README.md's option table, between its
+                                                     <!-- options --> markers
+
+The format of OPTIONS.md is described at its top. Only the standard library is used (Debian's
+/usr/bin/python3, which meson itself needs, runs it). tests/unit/check_docs.py imports parse()
+and readme_table() from here.
+"""
+import re
+import sys
+
+SPEC_RE = re.compile(r"^(?:(-[A-Za-z]), )?(--[a-z][a-z-]*)(?: ([A-Z][A-Z/]*))?$")
+PLACEHOLDER_RE = re.compile(r"\{([a-z_]+)\}")
+HELP_COLUMN = 28  # where an option's help text starts in --help
+README_BEGIN = "<!-- options: made by man/gen_options.py from man/options.md; edit that file -->"
+README_END = "<!-- end of options -->"
+
+
+class SourceError(Exception):
+    pass
+
+
+class Option:
+    def __init__(self, spec, line):
+        m = SPEC_RE.match(spec)
+        if not m:
+            raise SourceError("line %d: %r is not '[-x, ]--name[ METAVAR]'" % (line, spec))
+        self.short, self.long, self.metavar = m.group(1), m.group(2), m.group(3)
+        self.spec = spec
+        self.line = line
+        self.help = []  # lines, as --help wraps them
+        self.man = []  # roff lines after the .TP tag
+
+
+class Group:
+    def __init__(self, name):
+        self.name = name
+        self.help = []  # Preamble / Postamble only
+        self.man = []  # before the group's first option
+        self.man_after = []  # after its last option
+        self.options = []
+
+
+class Reference:
+    def __init__(self):
+        self.preamble = Group("Preamble")
+        self.postamble = Group("Postamble")
+        self.groups = []
+        self.readme_values = {}
+
+    def options(self):
+        return [o for g in self.groups for o in g.options]
+
+
+def _blocks(lines):
+    """Yields (kind, text, line number): ('h2'|'h3'|'label'|'block'|'prose', ...).
+
+    A block is a run of lines indented by 4 spaces (blank lines inside it included),
+    returned with the indent removed and trailing blank lines dropped.
+    """
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("    ") and line.strip():
+            start = i
+            block = []
+            while i < len(lines) and (lines[i].startswith("    ") or not lines[i].strip()):
+                block.append(lines[i][4:])
+                i += 1
+            while block and not block[-1].strip():
+                block.pop()
+            yield "block", block, start + 1
+            continue
+        if line.startswith("### "):
+            yield "h3", line[4:].strip(), i + 1
+        elif line.startswith("## "):
+            yield "h2", line[3:].strip(), i + 1
+        elif re.match(r"^(help|man|man after|README values):$", line):
+            yield "label", line[:-1], i + 1
+        elif line.strip():
+            yield "prose", line, i + 1
+        i += 1
+
+
+def parse(path):
+    with open(path) as f:
+        lines = f.read().split("\n")
+    ref = Reference()
+    group = None
+    option = None
+    label = None
+    seen = set()
+    for kind, text, line in _blocks(lines):
+        if kind == "h2":
+            option, label = None, None
+            if text == "Preamble":
+                group = ref.preamble
+            elif text == "Postamble":
+                group = ref.postamble
+            else:
+                group = Group(text)
+                ref.groups.append(group)
+        elif kind == "h3":
+            if group is None or group in (ref.preamble, ref.postamble):
+                raise SourceError("line %d: an option outside an option group" % line)
+            option, label = Option(text, line), None
+            for name in filter(None, (option.short, option.long)):
+                if name in seen:
+                    raise SourceError("line %d: %s twice" % (line, name))
+                seen.add(name)
+            group.options.append(option)
+        elif kind == "label":
+            label = text
+        elif kind == "block":
+            if label == "README values":
+                for entry in text:
+                    name, sep, value = entry.partition("=")
+                    if not sep:
+                        raise SourceError("line %d: %r is not NAME = VALUE" % (line, entry))
+                    ref.readme_values[name.strip()] = value.strip()
+            elif group is None:
+                pass  # an example in the introduction
+            elif option is not None and label is None:
+                if option.help:
+                    raise SourceError("line %d: a second help block for %s" % (line, option.spec))
+                option.help = text
+            elif option is not None and label == "man":
+                option.man = text
+            elif option is None and label == "help" and group in (ref.preamble, ref.postamble):
+                group.help = text
+            elif option is None and label == "man":
+                group.man = text
+            elif label == "man after" and group not in (ref.preamble, ref.postamble):
+                group.man_after = text
+            else:
+                raise SourceError("line %d: a block with no place (label %r)" % (line, label))
+            label = None
+    for o in ref.options():
+        if not o.help:
+            raise SourceError("line %d: %s has no help text" % (o.line, o.spec))
+        if not o.man:
+            raise SourceError("line %d: %s has no man text" % (o.line, o.spec))
+        prefix = _help_prefix(o)
+        if len(prefix) >= HELP_COLUMN:
+            raise SourceError("line %d: %r is too long for the help column" % (o.line, prefix))
+    used = set()
+    for lines_ in [ref.preamble.help, ref.postamble.help] + [o.help for o in ref.options()]:
+        for l in lines_:
+            used.update(PLACEHOLDER_RE.findall(l))
+    missing = sorted(used - set(ref.readme_values))
+    if missing:
+        raise SourceError("no README value for %s" % ", ".join(missing))
+    return ref
+
+
+# --- --help ----------------------------------------------------------------
+
+def _help_prefix(o):
+    head = "%s, %s" % (o.short, o.long) if o.short else "    " + o.long
+    if o.metavar:
+        head += " " + o.metavar
+    return "  " + head
+
+
+def help_lines(ref):
+    """The --help text as lines, placeholders still in them."""
+    out = list(ref.preamble.help)
+    for g in ref.groups:
+        out += ["", g.name + ":"]
+        for o in g.options:
+            out.append(_help_prefix(o).ljust(HELP_COLUMN) + o.help[0])
+            out += [" " * HELP_COLUMN + l if l else "" for l in o.help[1:]]
+    out += [""] + ref.postamble.help
+    return out
+
+
+def _c_string(s, newline):
+    """A C string literal of s (and a newline); '??' split so that no trigraph forms."""
+    s = s.replace("\\", "\\\\").replace('"', '\\"').replace("??", "?\\?")
+    return '"' + s + ("\\n" if newline else "") + '"'
+
+
+def help_include(ref):
+    """A C include: the --help text cut at each {placeholder} into pieces, each piece
+    followed by the value to print after it. main.c switches on the value (no default
+    case), so a placeholder it does not know fails to build with -Wswitch."""
+    text = "\n".join(help_lines(ref)) + "\n"
+    pieces = []
+    pos = 0
+    for m in PLACEHOLDER_RE.finditer(text):
+        pieces.append((text[pos:m.start()], m.group(1)))
+        pos = m.end()
+    pieces.append((text[pos:], None))
+    names = sorted({n for _, n in pieces if n})
+    enum = lambda n: "PC__HELP_" + (n.upper() if n else "NONE")
+    out = ["/* Generated by man/gen_options.py from man/options.md: edit that file. */",
+           "typedef enum pc__help_value {",
+           "  PC__HELP_NONE,"]
+    out += ["  %s," % enum(n) for n in names]
+    out += ["} pc__help_value_t;", "",
+            "typedef struct pc__help_piece {",
+            "  const char *text;",
+            "  pc__help_value_t value; /* printed after text */",
+            "} pc__help_piece_t;", "",
+            "static const pc__help_piece_t pc__help_pieces[] = {"]
+    for piece, name in pieces:
+        parts = piece.split("\n")
+        lits = [_c_string(p, True) for p in parts[:-1]]
+        if parts[-1] or not lits:
+            lits.append(_c_string(parts[-1], False))
+        out.append("  {" + "\n   ".join(lits) + ",")
+        out.append("   %s}," % enum(name))
+    out.append("};")
+    return "\n".join(out) + "\n"
+
+
+# --- the man page ------------------------------------------------------------
+
+def _roff_name(s):
+    return s.replace("-", "\\-")
+
+
+def man_tag(o):
+    """The .TP tag line, the way the hand-written page wrote them."""
+    if o.short:
+        tag = '.BR %s ", " %s' % (_roff_name(o.short), _roff_name(o.long))
+        if o.metavar:
+            tag += ' " \\fI%s\\fP"' % o.metavar
+        return tag
+    if o.metavar:
+        return '.BI %s " %s"' % (_roff_name(o.long), o.metavar)
+    return ".B %s" % _roff_name(o.long)
+
+
+def man_options(ref):
+    out = list(ref.preamble.man)
+    for g in ref.groups:
+        out.append(".SS " + g.name)
+        out += g.man
+        for o in g.options:
+            out += [".TP", man_tag(o)] + o.man
+        out += g.man_after
+    return out
+
+
+def man_page(ref, template):
+    with open(template) as f:
+        lines = f.read().split("\n")
+    if lines.count("@OPTIONS@") != 1:
+        raise SourceError("%s: needs exactly one line @OPTIONS@" % template)
+    i = lines.index("@OPTIONS@")
+    return "\n".join(lines[:i] + man_options(ref) + lines[i + 1:])
+
+
+# --- README.md ---------------------------------------------------------------
+
+def _md_cell(s):
+    return s.replace("|", "\\|")
+
+
+def readme_table(ref):
+    out = [README_BEGIN, "", "| option | meaning |", "|---|---|"]
+    for o in ref.options():
+        names = ("`%s`, `%s`" % (o.short, o.long)) if o.short else "`%s`" % o.long
+        if o.metavar:
+            names = names[:-1] + " " + o.metavar + "`"
+        text = " ".join(l.strip() for l in o.help)
+        text = PLACEHOLDER_RE.sub(lambda m: ref.readme_values[m.group(1)], text)
+        out.append("| %s | %s |" % (names, _md_cell(text)))
+    out += ["", README_END]
+    return out
+
+
+def readme_replace(ref, text):
+    lines = text.split("\n")
+    if lines.count(README_BEGIN) != 1 or lines.count(README_END) != 1:
+        raise SourceError("README.md: needs one line %s and one %s" % (README_BEGIN, README_END))
+    b, e = lines.index(README_BEGIN), lines.index(README_END)
+    if e < b:
+        raise SourceError("README.md: the end marker comes before the start")
+    return "\n".join(lines[:b] + readme_table(ref) + lines[e + 1:])
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ref = parse(argv[1])
+    what = argv[2]
+    if what == "help" and len(argv) == 4:
+        _write(argv[3], help_include(ref))
+    elif what == "man" and len(argv) == 5:
+        _write(argv[4], man_page(ref, argv[3]))
+    elif what == "readme" and len(argv) == 5 and argv[4] in ("--check", "--write"):
+        with open(argv[3]) as f:
+            old = f.read()
+        new = readme_replace(ref, old)
+        if argv[4] == "--write":
+            if new != old:
+                _write(argv[3], new)
+        elif new != old:
+            print("%s: the option table differs from %s; run `ninja -C BUILD docs-readme`"
+                  % (argv[3], argv[1]), file=sys.stderr)
+            return 1
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv))
+    except SourceError as e:
+        print("gen_options.py: %s" % e, file=sys.stderr)
+        sys.exit(1)
