@@ -30,8 +30,8 @@ import threading
 import time
 import unittest
 
-from pctest import (NOBODY, STORE, PCTestCase, sha256, store_exec, store_path, store_rows, br_oracle, child_env, decode, gz_oracle, main, make_world_accessible, run, temp_leftovers, walk_all,
-                    words_data)
+from pctest import (NOBODY, STORE, PCTestCase, br_oracle, child_env, decode, gz_oracle, main, make_world_accessible,
+                    run, sha256, store_exec, store_path, store_rows, temp_leftovers, walk_all, words_data)
 
 
 def outputs_of(root, rel):
@@ -448,6 +448,37 @@ class PrivateCache(PCTestCase):
                               % cache, r.err_lines, r)
                 self.assertEqual(sorted(walk_all(root)), sorted(before), "a refused run wrote outputs")
                 self.assertEqual(os.listdir(cache), [], "a refused cache was written")
+
+    def test_a_store_others_can_write_or_own_is_refused(self):
+        """The store and SQLite's files beside it are checked like the directory: another
+        account's file, one others can write, or a link at one of their names is refused
+        before any work (exit 2), and nothing in the cache changes."""
+        root = self.copy_site()
+        cases = (("store owned by another user", STORE, lambda p: os.chown(p, NOBODY, NOBODY)),
+                 ("store others can write", STORE, lambda p: os.chmod(p, 0o666)),
+                 ("-wal owned by another user", STORE + "-wal", lambda p: os.chown(p, NOBODY, NOBODY)),
+                 ("-shm a link", STORE + "-shm", None))
+        for name, fname, setup in cases:
+            with self.subTest(case=name):
+                cache = self.path("cache-" + name.replace(" ", "-"))
+                self.run_ok(["--cache-dir", cache, self.copy_site("first-" + name.replace(" ", "-"))])
+                p = os.path.join(cache, fname)
+                if setup is None:
+                    os.symlink(self.path("elsewhere"), p)
+                else:
+                    if not os.path.exists(p):
+                        with open(p, "wb"):
+                            pass
+                        os.chmod(p, 0o600)
+                    setup(p)
+                before = cache_state(cache)
+                out_before = walk_all(root)
+                r = run(["--cache-dir", cache, root])
+                self.assertEqual(r.rc, 2, r)
+                self.assertIn("precompress: %s: refusing a cache another user owns or others can write"
+                              % cache, r.err_lines, r)
+                self.assertEqual(sorted(walk_all(root)), sorted(out_before), "a refused run wrote outputs")
+                self.assertEqual(cache_state(cache), before, "a refused cache was changed")
 
 
 if __name__ == "__main__":
