@@ -419,6 +419,32 @@ class CachePoisoning(PCTestCase):
             self.assertEqual(got, data)
 
 
+class PlantedCacheLinks(PCTestCase):
+    """Issue 11 cases 1 and 2, against the store: links planted where the per-file cache kept
+    its levels (CACHE/v1/XX) lead nowhere now. Neither the trim nor storing follows them: the
+    private directory they point at keeps its file and gets nothing new."""
+
+    def test_trim_and_store_never_follow_links_in_the_cache_directory(self):
+        private = self.path("private")
+        os.makedirs(private, mode=0o700)
+        with open(os.path.join(private, "f"), "wb") as f:
+            f.write(b"keep me" * 1000)
+        cache = self.path("cache")
+        os.makedirs(os.path.join(cache, "v1"), mode=0o700)
+        os.chmod(cache, 0o700)
+        os.symlink(private, os.path.join(cache, "v1", "zz"))
+        for k in range(256):
+            os.symlink(private, os.path.join(cache, "v1", "%02x" % k) if k != 0x7a else os.path.join(cache, "v1", "x"))
+        root = self.copy_site()
+        # a limit far below what the run stores: a trim runs at its end
+        r = run(["--cache-dir", cache, "--cache-max-size", "1k", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(sorted(os.listdir(private)), ["f"], "the run wrote or removed through a planted link")
+        with open(os.path.join(private, "f"), "rb") as f:
+            self.assertEqual(f.read(), b"keep me" * 1000)
+        self.assertTrue(store_rows(cache) is not None)
+
+
 class PrivateCache(PCTestCase):
     def test_entries_0600_directories_0700_whatever_the_umask(self):
         """A 0600 source's content must not become readable by others through the cache."""
