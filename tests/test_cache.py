@@ -207,6 +207,24 @@ class Cache(Base):
             _, _, sk = self.fresh_run(s, "again%d" % k, cache)
             self.assertEqual(sk["cached"], sk["compressed"], sk)
 
+    def test_shard_runs_on_one_machine_share_one_store(self):
+        # Two --shard runs over one tree at once, one store: both succeed, and together they
+        # stored every result (a fresh copy is then all cached).
+        src = self.tree("src", n=120)
+        cache = self.path("cache")
+        root = self.copy(src, "both")
+        cls, before = classify(root), walk_all(root)
+        procs = [subprocess.Popen([PROGRAM, "-q", "--shard", "%d/2" % k, "--cache-dir", cache, root],
+                                  env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for k in (1, 2)]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, err)
+        self.assertOracleTree(root, before, cls)
+        self.assertEqual(left_over(cache), [])
+        _, _, s = self.fresh_run(src, "again", cache)
+        self.assertEqual(s["cached"], s["compressed"], s)
+
     def test_max_size_evicts_least_recently_used_and_only_after_storing(self):
         cache = self.path("cache")
         old = self.tree("old", n=20, seed=1)
