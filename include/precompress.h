@@ -369,6 +369,16 @@ PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
 PC_EXTERN int pc_merge_manifests(const char *out, const char *const *in,
                                  size_t nin, size_t *bad);
 
+/* Since 1.1. pc_merge_manifests(), but the merged bytes go to `put`
+ * (standard output for "merge-manifests -"), in blocks, only once every
+ * input has been read and checked; no name is checked or replaced. A
+ * non-zero return of `put` stops the merge and is returned (*bad is
+ * then SIZE_MAX).
+ */
+PC_EXTERN int pc_merge_manifests_write(
+    int (*put)(void *data, const void *buf, size_t len), void *data,
+    const char *const *in, size_t nin, size_t *bad);
+
 /* Validates options without running. Returns 0 or -EINVAL; *what, when not
  * NULL, receives a static phrase naming the bad field.
  */

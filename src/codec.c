@@ -143,10 +143,12 @@ static int gz_init(pc__enc_t *e, int level, pc_gzip_engine_t engine) {
   } else {
     if ((e->u.gz.z = calloc(1, sizeof(z_stream))) == NULL)
       return -ENOMEM;
-    if (deflateInit2(e->u.gz.z, level, Z_DEFLATED, -MAX_WBITS, 8,
-                     Z_DEFAULT_STRATEGY) != Z_OK) {
+    int ret = deflateInit2(e->u.gz.z, level, Z_DEFLATED, -MAX_WBITS, 8,
+                           Z_DEFAULT_STRATEGY);
+    if (ret != Z_OK) {
       free(e->u.gz.z);
-      return PC_ECODEC;
+      /* Short of memory is said so, not as a failing library. */
+      return ret == Z_MEM_ERROR ? -ENOMEM : PC_ECODEC;
     }
   }
   /* CPython's GzipFile: 2 for the best level, 4 for the fastest. */

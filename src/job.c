@@ -404,8 +404,13 @@ static int copy_hit(pc__job_t *j, struct fmt_state *s, uint64_t n) {
   uint64_t off = 0;
   int err = 0;
 
-  if (buf == NULL)
+  /* Recorded like every other failure here: settle() only passes the
+   * code on, and a job without j->err counts as done.
+   */
+  if (buf == NULL) {
+    fail(j, -ENOMEM, NULL);
     return -ENOMEM;
+  }
   if (s->out.fd < 0 &&
       (err = pc__out_open(&s->out, j->pdir, s->base)) != 0) {
     fail(j, err, s->final);
@@ -703,15 +708,33 @@ static int check_prev(pc__job_t *j) {
  * (outputs whose source is gone are never touched), when the run was
  * stopped before deciding, or when it is a directory (not ours).
  */
-static void remove_unproven(pc__job_t *j, int f, const struct fmt_state *s) {
+static void remove_unproven(pc__job_t *j, int f, const struct fmt_state *s,
+                            int named) {
+  char name[NAME_MAX + 1];
+  const char *base = s->base;
   struct stat ost;
 
+  /* The job failed building the output names (short of memory): this
+   * one's is made here, where nothing may fail. Too long a name has no
+   * output to remove.
+   */
+  if (base == NULL && named) {
+    const char *src = j->fullpath + base_off(j);
+    const char *ext = pc_format_ext((pc_format_t)f);
+    size_t n = strlen(src), e = strlen(ext);
+    if (n + 1 + e <= NAME_MAX) {
+      memcpy(name, src, n);
+      name[n] = '.';
+      memcpy(name + n + 1, ext, e + 1);
+      base = name;
+    }
+  }
   if (j->err == PC_EINTERRUPTED || j->err == -ENOENT || j->pdir < 0 ||
-      s->base == NULL || (j->absent & PC_FMT_BIT(f)) ||
-      fstatat(j->pdir, s->base, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
+      base == NULL || (j->absent & PC_FMT_BIT(f)) ||
+      fstatat(j->pdir, base, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
       S_ISDIR(ost.st_mode))
     return;
-  if (j->cfg->dry_run || unlinkat(j->pdir, s->base, 0) == 0 ||
+  if (j->cfg->dry_run || unlinkat(j->pdir, base, 0) == 0 ||
       errno == ENOENT)
     j->out[f].action = PC_ACT_REMOVE;
 }
@@ -732,6 +755,8 @@ static void job_run(pc__job_t *j) {
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
               (j->via_link ? 0 : O_NOFOLLOW);
   int own_pdir = j->pdir < 0;
+  int named = 0; /* the output names were being built: a failure since
+                    owes its old outputs' removal */
 
   memset(fs, 0, sizeof(fs));
   memset(&st, 0, sizeof(st));
@@ -749,6 +774,7 @@ static void job_run(pc__job_t *j) {
   }
   if (j->prev != NULL && check_prev(j))
     goto out;
+  named = 1;
   for (f = 0; f < PC_NFORMATS; f++) {
     const char *ext = pc_format_ext((pc_format_t)f);
     size_t n = strlen(j->fullpath);
@@ -935,7 +961,7 @@ out:
     if (j->err != 0 && (j->cfg->formats & PC_FMT_BIT(f)) && !settled[f]) {
       j->out[f].state = PC_OUT_FAILED;
       j->out[f].action = PC_ACT_NONE;
-      remove_unproven(j, f, &fs[f]);
+      remove_unproven(j, f, &fs[f], named);
     }
     free(fs[f].final);
   }

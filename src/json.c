@@ -216,3 +216,15 @@ int pc__json_read_file(const char *path, pc__buf_t *b) {
   close(fd);
   return err;
 }
+
+/* jansson >= 2.11 says running out of memory in the error's code; a value
+ * it could not allocate while parsing returns NULL with no message at
+ * all, which no syntax error does.
+ */
+int pc__json_load_failed(const json_error_t *e) {
+#if JANSSON_VERSION_HEX >= 0x020b00
+  if (json_error_code(e) == json_error_out_of_memory)
+    return -ENOMEM;
+#endif
+  return e->text[0] == '\0' ? -ENOMEM : PC_EBADMANIFEST;
+}

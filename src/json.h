@@ -6,6 +6,8 @@
 
 #include "common.h"
 
+#include <jansson.h>
+
 /* Appends s[0..n) as a quoted JSON string. Bytes that are not valid UTF-8
  * are written as U+FFFD; *lossy (when not NULL) is set to 1 if any was.
  * 0 or -ENOMEM.
@@ -37,5 +39,11 @@ int pc__json_read_file(const char *path, pc__buf_t *b);
 
 /* The same for a descriptor already open (not closed here). */
 int pc__json_read_fd(int fd, pc__buf_t *b);
+
+/* Why json_loadb() gave NULL: -ENOMEM when it ran short of memory (no
+ * verdict on the text, which may well be a manifest), else
+ * PC_EBADMANIFEST (not JSON).
+ */
+int pc__json_load_failed(const json_error_t *e);
 
 #endif /* PC_JSON_H */

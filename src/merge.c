@@ -151,8 +151,13 @@ static int cmp_rec(const void *a, const void *b) {
   return strcmp(x->path, y->path);
 }
 
-int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
-                       size_t *bad) {
+/* Both entry points: into the file `out`, or with out NULL, through
+ * `put` (nothing at any name is checked or replaced then).
+ */
+static int merge(const char *out,
+                 int (*put)(void *data, const void *buf, size_t len),
+                 void *data, const char *const *in, size_t nin,
+                 size_t *bad) {
   json_t **docs = calloc(nin ? nin : 1, sizeof(*docs));
   pc__buf_t text = {0};
   char **labels = NULL;
@@ -172,7 +177,7 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
     goto out;
   }
   /* What OUT may replace, before anything is read (precompress.h). */
-  if ((err = pc__manifest_check(out, 1, &old, NULL)) != 0) {
+  if (out != NULL && (err = pc__manifest_check(out, 1, &old, NULL)) != 0) {
     if (bad != NULL)
       *bad = SIZE_MAX;
     goto out;
@@ -188,7 +193,7 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
       goto out;
     if ((docs[i] = json_loadb((const char *)text.data, text.len,
                               JSON_DECODE_ANY, &jerr)) == NULL) {
-      err = PC_EBADMANIFEST;
+      err = pc__json_load_failed(&jerr);
       goto out;
     }
     files = json_object_get(docs[i], "files");
@@ -266,7 +271,9 @@ int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
     *bad = SIZE_MAX;
   memset(&to, 0, sizeof(to));
   to.path = out;
-  to.checked = &old;
+  to.checked = out != NULL ? &old : NULL;
+  to.write = put;
+  to.data = data;
   err = pc__manifest_write_doc(&d, &to);
 
 out:
@@ -283,4 +290,16 @@ out:
   free(docs);
   pc__buf_free(&text);
   return err;
+}
+
+int pc_merge_manifests(const char *out, const char *const *in, size_t nin,
+                       size_t *bad) {
+  return merge(out, NULL, NULL, in, nin, bad);
+}
+
+int pc_merge_manifests_write(int (*put)(void *data, const void *buf,
+                                        size_t len),
+                             void *data, const char *const *in, size_t nin,
+                             size_t *bad) {
+  return merge(NULL, put, data, in, nin, bad);
 }

@@ -357,9 +357,8 @@ static int value_at(const load_t *ld, size_t *i, json_t **out) {
     n = (size_t)INT_MAX;
   *out = json_loadb(ld->text + *i, n, JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK,
                     &jerr);
-  /* Short of memory too (jansson >= 2.11 would tell): never trusted. */
   if (*out == NULL)
-    return PC_EBADMANIFEST;
+    return pc__json_load_failed(&jerr);
   if (jerr.position <= 0 || (size_t)jerr.position > n) {
     json_decref(*out); /* cannot happen: never trust it */
     *out = NULL;
@@ -593,7 +592,7 @@ static int read_doc(load_t *ld) {
      */
     json_error_t jerr;
     json_t *any = json_loadb(ld->text, ld->len, JSON_DECODE_ANY, &jerr);
-    err = any != NULL ? PC_ENOTMANIFEST : PC_EBADMANIFEST;
+    err = any != NULL ? PC_ENOTMANIFEST : pc__json_load_failed(&jerr);
     json_decref(any);
     goto out;
   }

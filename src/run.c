@@ -613,9 +613,13 @@ static int make_roots(pc__run_t *r) {
       root->fd_shared = 1;
       continue;
     }
-    /* Failing here is the walk's to report, when it reads the root. */
+    /* Failing here is the walk's to report: without this descriptor no
+     * file below the root can be opened, whatever its listing says.
+     */
     root->fd = open(root->dir[0] ? root->dir : ".",
                     O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root->fd < 0)
+      root->fd_err = PC__ERRNO();
   }
   free(keep);
   return 0;

@@ -21,6 +21,7 @@ typedef struct pc__root {
   char *file;       /* for a file PATH: its base name, else NULL */
   int fd;           /* `dir`, O_PATH: jobs open their files below it */
   int fd_shared;    /* fd is an earlier root's (the same dir): not closed */
+  int fd_err;       /* why fd is -1: the walk reports it and skips the root */
 } pc__root_t;
 
 /* One file's line in the manifest. */

@@ -580,6 +580,11 @@ int pc__walk_start(pc__run_t *r) {
   /* Push in reverse so the first PATH is walked first. */
   for (k = r->nroots; k-- > 0;) {
     const pc__root_t *root = &r->roots[k];
+    if (root->fd < 0) {
+      /* Its jobs would all fail on it (EBADF): one error for the root. */
+      pc__run_error(r, root->dir[0] ? root->dir : ".", root->fd_err);
+      continue;
+    }
     if (root->file != NULL) {
       int dfd = root->dir[0] ? open(root->dir, O_RDONLY | O_DIRECTORY |
                                                   O_CLOEXEC)

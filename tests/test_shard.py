@@ -114,6 +114,30 @@ class Shards(PCTestCase):
         r = run(["merge-manifests", out])
         self.assertEqual(r.rc, 2, r)
 
+    def test_merge_to_stdout(self):
+        """merge-manifests - IN...: the merged bytes on stdout, the same as
+        a merge into a file; no file named '-' anywhere; nothing else on
+        stdout; a bad input still fails with nothing written."""
+        job, _ = self.make_job()
+        a, b = self.path("a.json"), self.path("b.json")
+        self.run_ok(["-q", "--no-brotli", "--shard", "1/2", "--manifest", a, job])
+        self.run_ok(["-q", "--no-brotli", "--shard", "2/2", "--manifest", b, job])
+        out = self.path("out.json")
+        self.run_ok(["merge-manifests", out, a, b])
+        with open(out, "rb") as f:
+            want = f.read()
+        r = run(["merge-manifests", "-", a, b], cwd=self.tmp)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.out_b, want, "stdout is not the merged manifest")
+        self.assertEqual(r.err, "", r)
+        self.assertFalse(os.path.lexists(self.path("-")), "a file named '-' was written")
+        # A failing merge writes nothing to stdout either.
+        r = run(["merge-manifests", "-", a, a], cwd=self.tmp)
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.out_b, b"", r)
+        self.assertIn("overlap", r.err)
+        self.assertFalse(os.path.lexists(self.path("-")))
+
     def test_bad_shard_values_are_usage_errors(self):
         root = self.copy_site()
         for bad in ("0/4", "5/4", "1/0", "x/4", "1/4x", "14"):

@@ -215,20 +215,33 @@ static void report_error(void *data, const char *path, int err) {
   cli_report_error(data, path, err);
 }
 
-/* precompress merge-manifests OUT IN...: the shards' manifests as one. */
+/* precompress merge-manifests OUT IN...: the shards' manifests as one.
+ * OUT "-" is standard output, as for --manifest.
+ */
 static int merge_main(int argc, char **argv) {
+  int to_stdout = argc > 2 && strcmp(argv[2], "-") == 0;
   size_t bad;
   int err;
 
-  if (argc < 4 || argv[2][0] == '-') {
+  if (argc < 4 || (argv[2][0] == '-' && !to_stdout)) {
     cli_report_msg(NULL, "merge-manifests needs OUT and at least one IN "
                          "(see 'precompress --help')");
     return EXIT_USAGE;
   }
-  err = pc_merge_manifests(argv[2], (const char *const *) argv + 3,
-                           (size_t) argc - 3, &bad);
+  if (to_stdout)
+    err = pc_merge_manifests_write(write_stdout, NULL,
+                                   (const char *const *) argv + 3,
+                                   (size_t) argc - 3, &bad);
+  else
+    err = pc_merge_manifests(argv[2], (const char *const *) argv + 3,
+                             (size_t) argc - 3, &bad);
   if (err == 0)
-    return EXIT_OK;
+    return to_stdout ? finish_stdout(EXIT_OK) : EXIT_OK;
+  if (to_stdout && bad == SIZE_MAX) {
+    /* Only the writes can fail past the inputs: a closed pipe is 141. */
+    report_error(NULL, NULL, err);
+    return finish_stdout(EXIT_FAILED);
+  }
   if (bad == SIZE_MAX) {
     cli_report_name_msg(NULL, argv[2], "%s", pc_strerror(err));
     /* OUT is looked at before any input is read: nothing could run. */
