@@ -205,8 +205,17 @@ static int create_store(const char *path) {
   return 0;
 }
 
+/* Our code for SQLite's rc, called right after the failing call. A failed
+ * system call says what it was (EMFILE, EIO): "damaged" only when none did.
+ * SQLite records the errno of reads and writes, not of every call (an
+ * unlink), hence errno as the fallback.
+ */
 static int store_err(sqlite3 *db, int rc) {
-  (void)db;
+  int sys = db != NULL ? sqlite3_system_errno(db) : 0;
+
+  if (sys <= 0 && (rc & 0xff) != SQLITE_CORRUPT && (rc & 0xff) != SQLITE_NOTADB)
+    sys = errno;
+
   switch (rc & 0xff) {
   case SQLITE_NOMEM:
     return -ENOMEM;
@@ -218,12 +227,12 @@ static int store_err(sqlite3 *db, int rc) {
     return -EACCES;
   case SQLITE_CANTOPEN:
   case SQLITE_IOERR:
-    return errno > 0 ? -errno : -EIO;
+    return sys > 0 ? -sys : -EIO;
   case SQLITE_BUSY:
   case SQLITE_LOCKED:
     return -EBUSY;
   default:
-    return PC_ESTORE;
+    return sys > 0 ? -sys : PC_ESTORE;
   }
 }
 
@@ -478,15 +487,20 @@ static void commit(pc__cache_t *c, op_t *batch) {
     sqlite3_exec(c->wdb, "ROLLBACK", NULL, NULL, NULL);
 }
 
-static int64_t query_int(sqlite3 *db, const char *sql) {
+/* The first column of sql's first row into *v (-1 when no row). An SQLite
+ * result code.
+ */
+static int query_int(sqlite3 *db, const char *sql, int64_t *v) {
   sqlite3_stmt *s;
-  int64_t v = -1;
-  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-    return -1;
-  if (sqlite3_step(s) == SQLITE_ROW)
-    v = sqlite3_column_int64(s, 0);
+  int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+
+  *v = -1;
+  if (rc != SQLITE_OK)
+    return rc;
+  if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+    *v = sqlite3_column_int64(s, 0);
   sqlite3_finalize(s);
-  return v;
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 /* Least recently used first (by the hour, TOUCH_AGE; then oldest id)
@@ -496,12 +510,12 @@ static int64_t query_int(sqlite3 *db, const char *sql) {
  */
 static int do_trim(pc__cache_t *c, uint64_t max_bytes) {
   sqlite3_stmt *s = NULL;
-  int64_t total = query_int(c->wdb, "SELECT coalesce(sum(bytes), 0) FROM entry");
-  int64_t pages, free_pages;
+  int64_t total, pages, free_pages;
   int rc;
 
-  if (total < 0)
-    return PC_ESTORE;
+  if ((rc = query_int(c->wdb, "SELECT coalesce(sum(bytes), 0) FROM entry",
+                      &total)) != SQLITE_OK)
+    return store_err(c->wdb, rc);
   if ((uint64_t)total > max_bytes) {
     rc = sqlite3_exec(c->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
@@ -529,9 +543,9 @@ static int do_trim(pc__cache_t *c, uint64_t max_bytes) {
       return store_err(c->wdb, rc);
     }
   }
-  pages = query_int(c->wdb, "PRAGMA page_count");
-  free_pages = query_int(c->wdb, "PRAGMA freelist_count");
-  if (pages > 0 && free_pages * 4 > pages)
+  if (query_int(c->wdb, "PRAGMA page_count", &pages) == SQLITE_OK &&
+      query_int(c->wdb, "PRAGMA freelist_count", &free_pages) == SQLITE_OK &&
+      pages > 0 && free_pages * 4 > pages)
     sqlite3_exec(c->wdb, "VACUUM", NULL, NULL, NULL);
   return 0;
 }
@@ -617,14 +631,16 @@ static int open_writer(pc__cache_t *c) {
       sqlite3_exec(c->wdb, "ROLLBACK", NULL, NULL, NULL);
     return store_err(c->wdb, rc);
   }
-  format = query_int(c->wdb, "SELECT v FROM meta WHERE k = 'format'");
+  if ((rc = query_int(c->wdb, "SELECT v FROM meta WHERE k = 'format'",
+                      &format)) != SQLITE_OK)
+    return store_err(c->wdb, rc);
   if (format != FORMAT)
     return PC_ESTORE;
   return prepare_writer(c);
 }
 
-int pc__cache_open(pc__cache_t **out, const char *dir, int read_only,
-                   uint64_t budget) {
+static int cache_open(pc__cache_t **out, const char *dir, int read_only,
+                      uint64_t budget) {
   pc__cache_t *c = calloc(1, sizeof(*c));
   const char *v = pc_library_versions();
   int err;
@@ -672,6 +688,18 @@ int pc__cache_open(pc__cache_t **out, const char *dir, int read_only,
   return 0;
 fail:
   pc__cache_close(c);
+  return err;
+}
+
+/* Once more after a failure that may pass (EMFILE, EIO, a header read
+ * SQLite took for damage): a cache that opens on the second try is worth
+ * the run's time; one refused as unsafe is not tried again.
+ */
+int pc__cache_open(pc__cache_t **out, const char *dir, int read_only,
+                   uint64_t budget) {
+  int err = cache_open(out, dir, read_only, budget);
+  if (err != 0 && err != PC_EUNSAFE && err != -ENOENT && err != -ENOTDIR)
+    err = cache_open(out, dir, read_only, budget);
   return err;
 }
 
