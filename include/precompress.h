@@ -56,7 +56,8 @@ extern "C" {
   XX(EOUTNAME, -4011,                                                         \
      "refusing to write a manifest under an output's name (.gz, .br, .zst)")  \
   XX(EUNSAFE, -4012,                                                          \
-     "refusing a cache directory another user owns or others can write")
+     "refusing a cache another user owns or others can write")      \
+  XX(ESTORE, -4013, "not a precompress cache store, or a damaged one")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -405,7 +406,7 @@ PC_EXTERN void pc_stop(int signo);
 PC_EXTERN int pc_merge_manifests(const char *out, const char *const *in,
                                  size_t nin, size_t *bad);
 
-/* Since 1.1. pc_merge_manifests(), but the merged bytes go to `put`
+/* pc_merge_manifests(), but the merged bytes go to `put`
  * (standard output for "merge-manifests -"), in blocks, only once every
  * input has been read and checked; no name is checked or replaced. A
  * non-zero return of `put` stops the merge and is returned (*bad is

@@ -3,13 +3,19 @@
  * whose files were compressed by an earlier run copies them instead of
  * compressing again.
  *
- * One file per (content, format, level, library version), written to a
- * temp name in the cache and renamed into place, so concurrent runs sharing
- * a cache see a whole entry or none. Each entry carries the length and the
- * XXH3-128 of its payload; a truncated or corrupt one is removed and
- * treated as a miss, never copied into the tree. An entry may also say
- * "rejected": the output grew past a limit, so at any limit up to that one
- * it is not kept either.
+ * One SQLite store, DIR/cache.sqlite (WAL mode, so runs sharing it read
+ * while one writes). Why SQLite and not LMDB, and the figures: bench/README.
+ *
+ * Threads: workers look entries up (a pooled read-only connection each,
+ * for the life of a hit) and queue what they compressed; one writer thread
+ * of the cache's own commits the queue in batches (a run of 100,000 files
+ * makes a handful of transactions), so no worker waits on the store's write
+ * lock and the loop thread never touches it.
+ *
+ * Every entry is bound to its key: its checksum (XXH3-128) covers the key
+ * (content hash, size, format, level, engine, codec library versions), the
+ * rejection limit and the payload, so an entry moved under another key,
+ * truncated or flipped is a miss (and removed), never an output.
  */
 #ifndef PC_CACHE_H
 #define PC_CACHE_H
@@ -18,46 +24,71 @@
 
 typedef struct pc__cache pc__cache_t;
 
-/* Opens (creating) the cache under dir; with read_only (a dry run) it is
- * only read: never created, refreshed or trimmed, a bad entry left where
- * it is. 0 or a negative code (-ENOENT: read_only and no cache there).
+/* The store's file name inside --cache-dir. */
+#define PC__CACHE_STORE "cache.sqlite"
+
+/* Opens (creating) the cache under dir. `budget` bounds the bytes of
+ * entries queued for the writer at once (an entry that does not fit is
+ * not stored: a miss next time, never a wait). With read_only (a dry run)
+ * nothing is created, refreshed, removed or written, not even the
+ * engine's lock files. 0 or a negative code: PC_EUNSAFE for a directory or
+ * store another user owns or others can write, -ENOENT read_only and no
+ * store there.
  */
-int pc__cache_open(pc__cache_t **out, const char *dir, int read_only);
+int pc__cache_open(pc__cache_t **out, const char *dir, int read_only,
+                   uint64_t budget);
+/* Commits what is queued, then closes. Call from the thread that opened. */
 void pc__cache_close(pc__cache_t *c);
 
-/* The directory the entries live in (below dir; owned by c). */
-const char *pc__cache_root(const pc__cache_t *c);
+/* What shapes an output's bytes: its entry's key. */
+typedef struct pc__cache_key {
+  uint64_t h[2]; /* XXH3-128 of the content */
+  uint64_t size;
+  pc_format_t format;
+  int level;
+  pc_gzip_engine_t engine;
+} pc__cache_key_t;
 
+/* A looked-up entry. Holds a read snapshot of the store until released,
+ * so the payload verified is the payload copied. Zeroed: no hit.
+ */
 typedef struct pc__cache_hit {
-  int fd;          /* positioned at the payload; -1 when not a data hit */
-  uint64_t len;    /* payload length */
-  int rejected;    /* output known to exceed `limit` */
+  struct pc__cache_reader *rd; /* NULL when there is nothing to read */
+  uint64_t len;                /* payload length */
+  int rejected;                /* output known to exceed `limit` */
   uint64_t limit;
 } pc__cache_hit_t;
 
-/* Looks (content h, size) up for format f at level. Returns 1 on a hit
- * whose payload was verified (hit->fd open at the payload, the caller
- * closes it) or a rejection, 0 on a miss. Never fails: an unreadable or
- * corrupt entry is a miss.
+/* Looks k up. Returns 1 on a hit whose payload was verified against the key
+ * (hit->rd set, to read then release) or a rejection (nothing to release),
+ * 0 on a miss. Never fails: an unreadable or corrupt entry is a miss, and
+ * one that does not verify is queued for removal. Any thread.
  */
-int pc__cache_get(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                  pc_format_t f, int level, pc_gzip_engine_t engine,
+int pc__cache_get(pc__cache_t *c, const pc__cache_key_t *k,
                   pc__cache_hit_t *hit);
 
-/* Stores a kept output of `len` bytes as the entry: from `mem` when not
- * NULL, else read from `fd` (from offset 0, with pread: the output's own
- * temp file, never a name); or, when !kept, a rejection above `limit`.
- * Best effort: a cache that cannot be written is not an error of the run.
- * 1 when an entry was stored, else 0.
+/* Reads n payload bytes at off. 0 or a negative code. */
+int pc__cache_read(pc__cache_hit_t *hit, uint64_t off, void *buf, size_t n);
+
+/* Ends the hit's snapshot and gives its connection back. Safe on a zeroed
+ * or already released hit.
  */
-int pc__cache_put(const pc__cache_t *c, const uint64_t h[2], uint64_t size,
-                  pc_format_t f, int level, pc_gzip_engine_t engine, int kept,
+void pc__cache_release(pc__cache_t *c, pc__cache_hit_t *hit);
+
+/* Queues the result for k for the writer: a kept output of `len` bytes,
+ * copied now from `mem` when not NULL, else read from `fd` with pread from
+ * offset 0 (the output's own temp file, never a name); or, when !kept, a
+ * rejection above `limit`. Best effort: 1 when queued, 0 when not (over the
+ * budget, no memory, a read-only cache). Any thread.
+ */
+int pc__cache_put(pc__cache_t *c, const pc__cache_key_t *k, int kept,
                   const unsigned char *mem, int fd, uint64_t len,
                   uint64_t limit);
 
-/* Removes least recently used entries until the cache holds at most
- * max_bytes. 0 or a negative code.
+/* Commits the queue, then removes least recently used entries until the
+ * payloads total at most max_bytes, and compacts the store when that freed
+ * more than a quarter of it. 0 or a negative code.
  */
-int pc__cache_trim(const pc__cache_t *c, uint64_t max_bytes);
+int pc__cache_trim(pc__cache_t *c, uint64_t max_bytes);
 
 #endif /* PC_CACHE_H */

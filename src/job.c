@@ -46,7 +46,7 @@ struct fmt_state {
   const char *base; /* its last component, relative to the job's directory */
   int on;           /* enabled and not dropped */
   int cached;       /* the result came from the cache */
-  int cache_fd;     /* a cached payload to copy, or -1 */
+  pc__cache_hit_t hit; /* a cached payload to copy (hit.rd), or zeroed */
   const unsigned char *mem; /* once settled: all of the output, still in
                                buf (never spilled before), or NULL */
   unsigned char *keep; /* a leader's copy of its kept output for followers
@@ -224,10 +224,9 @@ static int spill(pc__job_t *j, struct fmt_state *s) {
 }
 
 /* Forgets the format's work so far (encoder, buffer, temp file). */
-static void drop(struct fmt_state *s) {
-  if (s->cache_fd >= 0)
-    close(s->cache_fd);
-  s->cache_fd = -1;
+static void drop(const pc__job_t *j, struct fmt_state *s) {
+  if (s->hit.rd != NULL)
+    pc__cache_release(j->cfg->cache, &s->hit);
   pc__enc_free(s->enc);
   s->enc = NULL;
   free(s->keep); /* not published: a failed leader's */
@@ -327,7 +326,7 @@ static int compress_all(pc__job_t *j, int fd, struct fmt_state *fs,
         goto out;
       s->total += s->buf.len - before;
       if (s->total > limit) {
-        drop(s);
+        drop(j, s);
         continue;
       }
       if (s->buf.len >= SPILL && (err = spill(j, s)) != 0) {
@@ -422,9 +421,12 @@ static int copy_outputs(pc__job_t *j, struct fmt_state *fs,
   return 0;
 }
 
-/* Copies n bytes from fd into the format's temp file. */
-static int copy_fd(pc__job_t *j, struct fmt_state *s, int fd, uint64_t n) {
+/* Copies the cached payload (n bytes, verified in the snapshot the hit
+ * holds) into the format's temp file.
+ */
+static int copy_hit(pc__job_t *j, struct fmt_state *s, uint64_t n) {
   unsigned char *buf = malloc(COPY_BUF);
+  uint64_t off = 0;
   int err = 0;
 
   /* Recorded like every other failure here: settle() only passes the
@@ -439,24 +441,35 @@ static int copy_fd(pc__job_t *j, struct fmt_state *s, int fd, uint64_t n) {
     fail(j, err, s->final);
     goto out;
   }
-  while (n > 0) {
-    size_t k = n < COPY_BUF ? (size_t)n : COPY_BUF;
-    if ((err = pc__read_full(fd, buf, k, -1)) != 0) {
-      fail(j, err == PC_ECHANGED ? -EIO : err, NULL);
+  while (off < n) {
+    size_t k = n - off < COPY_BUF ? (size_t)(n - off) : COPY_BUF;
+    if ((err = pc__cache_read(&s->hit, off, buf, k)) != 0) {
+      fail(j, err, NULL);
       goto out;
     }
     if ((err = pc__out_write(&s->out, buf, k)) != 0) {
       fail(j, err, s->final);
       goto out;
     }
-    n -= k;
+    off += k;
   }
 out:
   free(buf);
+  pc__cache_release(j->cfg->cache, &s->hit);
   return err;
 }
 
-/* Writes (or in a dry run, classifies) format f's output. */
+/* The cache's key for format f of this content. */
+static void cache_key(const pc__job_t *j, int f, const uint64_t h[2],
+                      pc__cache_key_t *k) {
+  k->h[0] = h[0];
+  k->h[1] = h[1];
+  k->size = j->size;
+  k->format = (pc_format_t)f;
+  k->level = j->cfg->level[f];
+  k->engine = j->cfg->gzip_engine;
+}
+
 /* A leader's copy of its kept output, for files with the same bytes to
  * write from (dedup.h): from memory, or read back through the temp's own
  * descriptor before its rename, never through a name. Best effort, within
@@ -495,6 +508,7 @@ undo:
   pc__dedup_unreserve(j->cfg->dedup, n);
 }
 
+/* Writes (or in a dry run, classifies) format f's output. */
 static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   pc_output_t *o = &j->out[f];
   struct stat ost;
@@ -539,7 +553,7 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
     o->action = PC_ACT_REPLACE;
   if (j->cfg->dry_run)
     return 0;
-  if (s->cache_fd >= 0 && (err = copy_fd(j, s, s->cache_fd, o->size)) != 0)
+  if (s->hit.rd != NULL && (err = copy_hit(j, s, o->size)) != 0)
     return err;
   whole = s->out.fd < 0 && s->buf.len == o->size;
   if ((err = spill(j, s)) != 0) {
@@ -554,11 +568,13 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
    * descriptor before the rename), never from the name: once renamed, the
    * output is in a directory others may write.
    */
-  if (s->hash != NULL)
+  if (s->hash != NULL) {
+    pc__cache_key_t k;
+    cache_key(j, f, s->hash, &k);
     j->cache_puts += (unsigned)pc__cache_put(
-        j->cfg->cache, s->hash, j->size, (pc_format_t)f, j->cfg->level[f],
-        j->cfg->gzip_engine, 1, s->mem != NULL ? s->mem : s->keep, s->out.fd,
-        o->size, pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
+        j->cfg->cache, &k, 1, s->mem != NULL ? s->mem : s->keep, s->out.fd,
+        o->size, 0);
+  }
   if ((err = pc__out_commit(&s->out, s->base, j->st, j->cfg->fsync)) != 0)
     fail(j, err, s->final);
   return err;
@@ -570,10 +586,11 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
  */
 static int from_cache(pc__job_t *j, int f, const uint64_t h[2],
                       uint64_t limit, struct fmt_state *s) {
+  pc__cache_key_t k;
   pc__cache_hit_t hit;
 
-  if (!pc__cache_get(j->cfg->cache, h, j->size, (pc_format_t)f,
-                     j->cfg->level[f], j->cfg->gzip_engine, &hit))
+  cache_key(j, f, h, &k);
+  if (!pc__cache_get(j->cfg->cache, &k, &hit))
     return 0;
   if (hit.rejected) {
     if (hit.limit < limit)
@@ -584,13 +601,12 @@ static int from_cache(pc__job_t *j, int f, const uint64_t h[2],
     j->out[f].state = PC_OUT_KEPT;
     j->out[f].size = hit.len;
     s->total = hit.len;
-    s->cache_fd = hit.fd;
-    hit.fd = -1;
+    s->hit = hit; /* copied by settle(), released by drop() */
+    hit.rd = NULL;
   } else {
     j->out[f].state = PC_OUT_RATIO;
   }
-  if (hit.fd >= 0)
-    close(hit.fd);
+  pc__cache_release(j->cfg->cache, &hit);
   s->cached = 1;
   return 1;
 }
@@ -775,7 +791,6 @@ static void job_run(pc__job_t *j) {
 
   for (f = 0; f < PC_NFORMATS; f++) {
     fs[f].out = (pc__out_t)PC__OUT_INIT;
-    fs[f].cache_fd = -1;
   }
 
   if (own_pdir && (err = open_pdir(j, &j->pdir)) != 0) {
@@ -942,11 +957,13 @@ static void job_run(pc__job_t *j) {
     if (settle(j, f, &fs[f]) != 0)
       break;
     settled[f] = 1;
-    if (fs[f].hash != NULL && j->out[f].state != PC_OUT_KEPT)
+    if (fs[f].hash != NULL && j->out[f].state != PC_OUT_KEPT) {
+      pc__cache_key_t k;
+      cache_key(j, f, h, &k);
       j->cache_puts += (unsigned)pc__cache_put(
-          j->cfg->cache, h, j->size, (pc_format_t)f, j->cfg->level[f],
-          j->cfg->gzip_engine, 0, NULL, -1, 0,
+          j->cfg->cache, &k, 0, NULL, -1, 0,
           pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
+    }
   }
 
 out:
@@ -964,7 +981,7 @@ out:
     close(fd);
   free(whole);
   for (f = 0; f < PC_NFORMATS; f++) {
-    drop(&fs[f]);
+    drop(j, &fs[f]);
     /* An output settled before the failure is on disk and valid. */
     if (j->err != 0 && (j->cfg->formats & PC_FMT_BIT(f)) && !settled[f]) {
       j->out[f].state = PC_OUT_FAILED;

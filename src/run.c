@@ -932,6 +932,14 @@ out:
   return err;
 }
 
+/* Bytes of results queued for the cache's writer at once: like the copies
+ * kept for identical files (dedup.c), a share of the memory limit.
+ */
+static uint64_t cache_budget(uint64_t limit) {
+  uint64_t b = limit / 4;
+  return b < ((uint64_t)128 << 20) ? b : (uint64_t)128 << 20;
+}
+
 /* Opens the cache, and keeps it out of the walk: its entries are not
  * sources, even when it lies inside a PATH (its entries' directory, even
  * when it is a PATH itself). PC_EUNSAFE (a cache others could write) ends
@@ -939,14 +947,12 @@ out:
  * goes on without a cache.
  */
 static int open_cache(pc__run_t *r) {
-  const char *dirs[2];
   pc__cache_t *c;
   struct stat st;
-  size_t k;
   int err;
 
-  if ((err = pc__cache_open(&c, r->opts->cache_dir, r->opts->dry_run)) ==
-      PC_EUNSAFE)
+  if ((err = pc__cache_open(&c, r->opts->cache_dir, r->opts->dry_run,
+                            cache_budget(r->sched.limit))) == PC_EUNSAFE)
     return err;
   if (err != 0) {
     /* A cache that cannot be made is no reason not to compress; one a dry
@@ -957,14 +963,13 @@ static int open_cache(pc__run_t *r) {
     c = NULL;
   }
   r->cfg.cache = c;
-  dirs[0] = r->opts->cache_dir;
-  dirs[1] = c != NULL ? pc__cache_root(c) : NULL;
-  for (k = 0; k < PC__ARRAY_SIZE(dirs); k++) {
-    if (dirs[k] != NULL && stat(dirs[k], &st) == 0 && S_ISDIR(st.st_mode)) {
-      r->sel.skip_dirs[r->sel.nskip_dirs].dev = st.st_dev;
-      r->sel.skip_dirs[r->sel.nskip_dirs].ino = st.st_ino;
-      r->sel.nskip_dirs++;
-    }
+  if (stat(r->opts->cache_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+    r->sel.skip_dirs[r->sel.nskip_dirs].dev = st.st_dev;
+    r->sel.skip_dirs[r->sel.nskip_dirs].ino = st.st_ino;
+    r->sel.nskip_dirs++;
+    r->sel.cache_known = 1;
+    r->sel.cache_dir.dev = st.st_dev;
+    r->sel.cache_dir.ino = st.st_ino;
   }
   return 0;
 }

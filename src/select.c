@@ -4,6 +4,7 @@
  */
 #include "select.h"
 
+#include "cache.h"
 #include "glob.h"
 
 #include <ctype.h>
@@ -205,10 +206,29 @@ static int manifest_name(const pc__select_t *s, const pc__sel_entry_t *e) {
   return temp ? 2 : 1;
 }
 
+/* 1 if e is the cache store or one of SQLite's files beside it, in the
+ * cache's directory (a PATH itself: the directory is walked).
+ */
+static int cache_file(const pc__select_t *s, const pc__sel_entry_t *e) {
+  static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+  size_t n = strlen(PC__CACHE_STORE), k;
+
+  if (!s->cache_known || e->dir.dev != s->cache_dir.dev ||
+      e->dir.ino != s->cache_dir.ino || e->len < n ||
+      memcmp(e->name, PC__CACHE_STORE, n) != 0)
+    return 0;
+  for (k = 0; k < PC__ARRAY_SIZE(sfx); k++)
+    if (strcmp(e->name + n, sfx[k]) == 0)
+      return 1;
+  return 0;
+}
+
 pc__verdict_t pc__select_early(const pc__select_t *s, const pc__sel_entry_t *e,
                                int is_reg) {
   if (is_reg && is_own_output(e))
     return PC__SEL_OWN_OUTPUT;
+  if (cache_file(s, e))
+    return PC__SEL_CACHE;
   if (s->man_base != NULL) {
     switch (manifest_name(s, e)) {
     case 1:

@@ -42,6 +42,12 @@ typedef struct pc__select {
   /* Directories never entered: the cache's, should it lie in a PATH. */
   pc__devino_t skip_dirs[2];
   size_t nskip_dirs;
+  /* The cache's directory (cache_known): when it is a PATH itself, the
+   * store's files in it (PC__CACHE_STORE and SQLite's -wal, -shm,
+   * -journal beside it) are never inputs.
+   */
+  int cache_known;
+  pc__devino_t cache_dir;
 } pc__select_t;
 
 /* What an entry is to the run. */
@@ -51,6 +57,8 @@ typedef enum pc__verdict {
   PC__SEL_MANIFEST,     /* the manifest itself: ignored */
   PC__SEL_MANIFEST_TEMP,/* a temp of the manifest: reaped when a killed
                            run's, else ignored */
+  PC__SEL_CACHE,        /* the cache's store, or a file SQLite keeps
+                           beside it: ignored */
   PC__SEL_TEMP,         /* a temp of another shard's output: ignored */
   PC__SEL_TEMP_OURS,    /* a temp of an output of this shard: reaped when a
                            killed run's */
@@ -82,7 +90,8 @@ void pc__select_free(pc__select_t *s);
 /* Before any stat: PC__SEL_OWN_OUTPUT for a regular file (per the listing's
  * d_type, `is_reg`) named FILE.ext beside FILE (on a tree compressed before,
  * half the entries, each a stat saved), PC__SEL_MANIFEST(_TEMP) for the
- * manifest's name or a temp of it in its directory, else PC__SEL_NEXT.
+ * manifest's name or a temp of it in its directory, PC__SEL_CACHE for the
+ * cache store's files in the cache's directory, else PC__SEL_NEXT.
  */
 pc__verdict_t pc__select_early(const pc__select_t *s, const pc__sel_entry_t *e,
                                int is_reg);

@@ -186,6 +186,62 @@ def source_snapshot(root):
     return snap
 
 
+# --- the content cache's store (src/cache.c) ---------------------------------
+
+STORE = "cache.sqlite"
+
+
+def store_path(cache):
+    return os.path.join(cache, STORE)
+
+
+def store_rows(cache):
+    """[{id, key, used, bytes, lim, sum, data}] of every entry, by id."""
+    import sqlite3
+    db = sqlite3.connect(store_path(cache))
+    try:
+        rows = db.execute("SELECT e.id, e.key, e.used, e.bytes, p.lim, p.sum, p.data "
+                          "FROM entry e JOIN payload p ON p.id = e.id ORDER BY e.id").fetchall()
+    finally:
+        db.close()
+    names = ("id", "key", "used", "bytes", "lim", "sum", "data")
+    return [dict(zip(names, r)) for r in rows]
+
+
+def store_exec(cache, *statements):
+    """Runs (sql, params) pairs in one transaction on the store, as a tamperer would."""
+    import sqlite3
+    db = sqlite3.connect(store_path(cache))
+    try:
+        with db:
+            for sql, params in statements:
+                db.execute(sql, params)
+    finally:
+        db.close()
+
+
+def xxh3_128(data):
+    """XXH3-128 of data as the store keeps it (low then high half, little-endian), from the
+    system's libxxhash (what the program links): a forged entry needs a right checksum."""
+    import ctypes
+    import ctypes.util
+
+    class H128(ctypes.Structure):
+        _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
+
+    lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    fn = lib.XXH3_128bits
+    fn.restype = H128
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    h = fn(data, len(data))
+    return h.low64.to_bytes(8, "little") + h.high64.to_bytes(8, "little")
+
+
+def entry_sum(key, lim, data):
+    """The checksum an entry must carry: over its key, its limit (-1: a payload) and its bytes."""
+    return xxh3_128(bytes(key) + (lim & (2**64 - 1)).to_bytes(8, "little") + bytes(data))
+
+
 def temp_leftovers(root):
     return sorted(rel for rel in walk_all(root) if ANY_TMP_RE.match(os.path.basename(rel)))
 

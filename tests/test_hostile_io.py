@@ -219,13 +219,13 @@ class InsideTheTree(Base):
                 for _ in range(2):
                     man = self.path("m.json")
                     r = self.run_ok(["-v", "--force", "--cache-dir", cache, "--manifest", man, root])
-                    self.assertTrue(os.path.isdir(os.path.join(cache, "v1")))
-                    walked = [l for l in r.out_lines if "/v1/" in l or "vendor/cache" in l]
+                    self.assertTrue(os.path.isfile(os.path.join(cache, "cache.sqlite")))
+                    walked = [l for l in r.out_lines if "cache.sqlite" in l or "vendor/cache" in l]
                     self.assertEqual(walked, [], r)
                     for e in load_manifest(man)[0]["files"]:
-                        self.assertFalse(e["path"].startswith(("vendor/cache", "v1/")), e)
-                    for rel in walk_all(os.path.join(cache, "v1")):
-                        self.assertFalse(rel.endswith((b".gz", b".br")), "an output in the cache: %r" % rel)
+                        self.assertFalse(e["path"].startswith(("vendor/cache", "cache.sqlite")), e)
+                    self.assertFalse(os.path.lexists(os.path.join(cache, "cache.sqlite.gz")),
+                                     "the store was compressed as a source")
 
 
 class ManifestToStdout(Base):

@@ -37,7 +37,8 @@ import threading
 import time
 import unittest
 
-from pctest import (NOBODY, PROGRAM, PCTestCase, br_oracle, brotli, child_env, decode, gz_oracle, main, make_world_accessible, run, temp_leftovers, walk_all,
+from pctest import (NOBODY, PROGRAM, STORE, PCTestCase, br_oracle, brotli, child_env, decode, gz_oracle, main,
+                    make_world_accessible, run, sha256, store_exec, store_path, store_rows, temp_leftovers, walk_all,
                     words_data)
 
 
@@ -170,15 +171,13 @@ class DryRunCache(PCTestCase):
         root = self.copy_site()
         cache = self.path("cache")
         self.run_ok(["--cache-dir", cache, root])
-        entries = [k for k, v in cache_state(cache).items() if stat.S_ISREG(v[2])]
-        self.assertTrue(entries)
-        # an old last-use time the refresh would move, and one corrupt entry a real run removes
-        for e in entries:
-            os.utime(os.path.join(cache, e), ns=(1_000_000_000, 1_000_000_000))
-        with open(os.path.join(cache, entries[0]), "r+b") as f:
-            f.seek(60)
-            f.write(b"XX")
+        rows = store_rows(cache)
+        self.assertTrue(rows)
+        # old last-use times the refresh would move, and one corrupt entry a real run removes
+        store_exec(cache, ("UPDATE entry SET used = 1000", ()),
+                   ("UPDATE payload SET data = ? WHERE id = ?", (b"XX" + rows[0]["data"][2:], rows[0]["id"])))
         before = cache_state(cache)
+        before_bytes = sha256(store_path(cache))
         for mode in (["-n"], ["--check"]):
             with self.subTest(mode=mode):
                 fresh = self.copy_site("fresh-%s" % mode[0].strip("-"))
@@ -188,25 +187,43 @@ class DryRunCache(PCTestCase):
                 r = run(mode + ["--cache-dir", cache, fresh])
                 self.assertIn(r.rc, (0, 1), r)
                 self.assertEqual(cache_state(cache), before, "%s changed the cache" % mode)
+                self.assertEqual(sha256(store_path(cache)), before_bytes, "%s changed the store" % mode)
 
 
 class CacheFifo(PCTestCase):
-    def test_fifo_at_an_entry_name_is_a_miss(self):
+    def test_fifo_at_the_store_or_beside_it_does_not_hang_the_run(self):
+        for name in (STORE, STORE + "-wal"):
+            with self.subTest(fifo=name):
+                root = self.copy_site("first-" + name)
+                cache = self.path("cache-" + name)
+                self.run_ok(["--cache-dir", cache, root])
+                p = os.path.join(cache, name)
+                if os.path.exists(p):
+                    os.unlink(p)
+                os.mkfifo(p, 0o600)
+                fresh = self.copy_site("fresh-" + name)
+                r = run(["--cache-dir", cache, fresh], timeout=60)
+                self.assertEqual(r.rc, 1, r)
+                self.assertIn("precompress: %s: not a precompress cache store, or a damaged one" % cache,
+                              r.err_lines, r)
+                for rel in ("js/app.js", "index.html"):
+                    src = os.path.join(fresh, rel)
+                    for ext in ("gz", "br"):
+                        self.assertEqual(decode(ext, src + "." + ext), open(src, "rb").read())
+
+    def test_symlink_at_the_store_is_refused(self):
         root = self.copy_site()
         cache = self.path("cache")
-        self.run_ok(["--cache-dir", cache, root])
-        entries = [k for k, v in cache_state(cache).items() if stat.S_ISREG(v[2])]
-        for e in entries:
-            p = os.path.join(cache, e)
-            os.unlink(p)
-            os.mkfifo(p)
-        fresh = self.copy_site("fresh")
-        r = run(["--cache-dir", cache, fresh], timeout=60)
-        self.assertEqual(r.rc, 0, r)
-        for rel in ("js/app.js", "index.html"):
-            src = os.path.join(fresh, rel)
-            for ext in ("gz", "br"):
-                self.assertEqual(decode(ext, src + "." + ext), open(src, "rb").read())
+        os.makedirs(cache, mode=0o700)
+        target = self.path("elsewhere.sqlite")
+        os.symlink(target, os.path.join(cache, STORE))
+        before = walk_all(root)
+        r = run(["--cache-dir", cache, root])
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("precompress: %s: refusing a cache another user owns or others can write" % cache,
+                      r.err_lines, r)
+        self.assertFalse(os.path.lexists(target), "the store was made through the link")
+        self.assertEqual(sorted(walk_all(root)), sorted(before))
 
 
 class OverlappingPaths(PCTestCase):
@@ -410,6 +427,32 @@ class CachePoisoning(PCTestCase):
             self.assertEqual(got, data)
 
 
+class PlantedCacheLinks(PCTestCase):
+    """Issue 11 cases 1 and 2, against the store: links planted where the per-file cache kept
+    its levels (CACHE/v1/XX) lead nowhere now. Neither the trim nor storing follows them: the
+    private directory they point at keeps its file and gets nothing new."""
+
+    def test_trim_and_store_never_follow_links_in_the_cache_directory(self):
+        private = self.path("private")
+        os.makedirs(private, mode=0o700)
+        with open(os.path.join(private, "f"), "wb") as f:
+            f.write(b"keep me" * 1000)
+        cache = self.path("cache")
+        os.makedirs(os.path.join(cache, "v1"), mode=0o700)
+        os.chmod(cache, 0o700)
+        os.symlink(private, os.path.join(cache, "v1", "zz"))
+        for k in range(256):
+            os.symlink(private, os.path.join(cache, "v1", "%02x" % k) if k != 0x7a else os.path.join(cache, "v1", "x"))
+        root = self.copy_site()
+        # a limit far below what the run stores: a trim runs at its end
+        r = run(["--cache-dir", cache, "--cache-max-size", "1k", root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(sorted(os.listdir(private)), ["f"], "the run wrote or removed through a planted link")
+        with open(os.path.join(private, "f"), "rb") as f:
+            self.assertEqual(f.read(), b"keep me" * 1000)
+        self.assertTrue(store_rows(cache) is not None)
+
+
 class PrivateCache(PCTestCase):
     def test_entries_0600_directories_0700_whatever_the_umask(self):
         """A 0600 source's content must not become readable by others through the cache."""
@@ -435,10 +478,41 @@ class PrivateCache(PCTestCase):
                 before = walk_all(root)
                 r = run(["--cache-dir", cache, root])
                 self.assertEqual(r.rc, 2, r)
-                self.assertIn("precompress: %s: refusing a cache directory another user owns or others can write"
+                self.assertIn("precompress: %s: refusing a cache another user owns or others can write"
                               % cache, r.err_lines, r)
                 self.assertEqual(sorted(walk_all(root)), sorted(before), "a refused run wrote outputs")
                 self.assertEqual(os.listdir(cache), [], "a refused cache was written")
+
+    def test_a_store_others_can_write_or_own_is_refused(self):
+        """The store and SQLite's files beside it are checked like the directory: another
+        account's file, one others can write, or a link at one of their names is refused
+        before any work (exit 2), and nothing in the cache changes."""
+        root = self.copy_site()
+        cases = (("store owned by another user", STORE, lambda p: os.chown(p, NOBODY, NOBODY)),
+                 ("store others can write", STORE, lambda p: os.chmod(p, 0o666)),
+                 ("-wal owned by another user", STORE + "-wal", lambda p: os.chown(p, NOBODY, NOBODY)),
+                 ("-shm a link", STORE + "-shm", None))
+        for name, fname, setup in cases:
+            with self.subTest(case=name):
+                cache = self.path("cache-" + name.replace(" ", "-"))
+                self.run_ok(["--cache-dir", cache, self.copy_site("first-" + name.replace(" ", "-"))])
+                p = os.path.join(cache, fname)
+                if setup is None:
+                    os.symlink(self.path("elsewhere"), p)
+                else:
+                    if not os.path.exists(p):
+                        with open(p, "wb"):
+                            pass
+                        os.chmod(p, 0o600)
+                    setup(p)
+                before = cache_state(cache)
+                out_before = walk_all(root)
+                r = run(["--cache-dir", cache, root])
+                self.assertEqual(r.rc, 2, r)
+                self.assertIn("precompress: %s: refusing a cache another user owns or others can write"
+                              % cache, r.err_lines, r)
+                self.assertEqual(sorted(walk_all(root)), sorted(out_before), "a refused run wrote outputs")
+                self.assertEqual(cache_state(cache), before, "a refused cache was changed")
 
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)

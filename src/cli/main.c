@@ -334,6 +334,22 @@ static int merge_main(int argc, char **argv) {
   return EXIT_FAILED;
 }
 
+/* Before 0.9 (numbered 1.1.0 then) the cache was a tree of entry files
+ * under DIR/v1; the store (DIR/cache.sqlite) does not read it. Said once,
+ * and left for the user to remove: deleting a tree recursively is not a
+ * cache's business.
+ */
+static void note_old_cache(const char *dir) {
+  char path[4096];
+  struct stat st;
+
+  if ((size_t)snprintf(path, sizeof(path), "%s/v1", dir) < sizeof(path) &&
+      lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    cli_report_name_msg(NULL, path,
+                        "note: the old per-file cache, no longer read "
+                        "(remove it to free its space)");
+}
+
 int main(int argc, char **argv) {
   cli_args_t args;
   cli_report_t report;
@@ -364,6 +380,9 @@ int main(int argc, char **argv) {
     if (env != NULL && env[0] != '\0')
       args.opts.cache_dir = env;
   }
+
+  if (args.opts.cache_dir != NULL && !args.quiet)
+    note_old_cache(args.opts.cache_dir);
 
   if (args.action == CLI_ACTION_HELP) {
     print_help(stdout);
