@@ -580,7 +580,10 @@ static void writer_main(void *arg) {
       o = next;
     }
     if (trim) {
+      /* Again after a failure that may pass (see pc__cache_open). */
       int err = do_trim(c, c->trim_max);
+      if (err != 0)
+        err = do_trim(c, c->trim_max);
       uv_mutex_lock(&c->mu);
       c->trim_err = err;
     } else {
@@ -698,7 +701,8 @@ fail:
 int pc__cache_open(pc__cache_t **out, const char *dir, int read_only,
                    uint64_t budget) {
   int err = cache_open(out, dir, read_only, budget);
-  if (err != 0 && err != PC_EUNSAFE && err != -ENOENT && err != -ENOTDIR)
+  if (err != 0 && err != PC_EUNSAFE && err != -ENOTDIR &&
+      !(read_only && err == -ENOENT))
     err = cache_open(out, dir, read_only, budget);
   return err;
 }

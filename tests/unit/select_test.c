@@ -224,6 +224,37 @@ static void manifest(void) {
   EXPECT(pc__select_file(&sel, &e, NULL) == PC__SEL_SOURCE); /* unstatted */
 }
 
+/* The cache directory as a PATH: the store's files in it are not sources;
+ * the same names elsewhere, or other names there, are.
+ */
+static void cache_store(void) {
+  static const char *const ours[] = {"cache.sqlite", "cache.sqlite-wal",
+                                     "cache.sqlite-shm",
+                                     "cache.sqlite-journal"};
+  static const char *const not_ours[] = {"cache.sqlite-x", "cache.sqlit",
+                                         "cache.sqlite.bak", "README"};
+  pc__sel_entry_t e;
+  size_t k;
+
+  setup("cache store");
+  sel.cache_known = 1;
+  sel.cache_dir.dev = 1;
+  sel.cache_dir.ino = 1;
+  for (k = 0; k < PC__ARRAY_SIZE(ours); k++) {
+    e = entry(ours[k], NULL, 0, 0);
+    EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_CACHE);
+    e.dir.ino = 2; /* another directory: a file like any */
+    EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_NEXT);
+  }
+  for (k = 0; k < PC__ARRAY_SIZE(not_ours); k++) {
+    e = entry(not_ours[k], NULL, 0, 0);
+    EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_NEXT);
+  }
+  sel.cache_known = 0;
+  e = entry("cache.sqlite", NULL, 0, 0);
+  EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_NEXT);
+}
+
 /* Every path in exactly one of three shards, and its temps reaped by that
  * shard alone.
  */
@@ -287,6 +318,7 @@ int main(void) {
   extensions_and_globs();
   specials();
   manifest();
+  cache_store();
   shards();
   pc__select_free(&sel);
   printf("select_test: %d checks, %d failed\n", checks, failures);
