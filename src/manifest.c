@@ -140,9 +140,6 @@ static int put_ratio(pc__buf_t *b, uint64_t num, uint64_t den) {
                         digits, (unsigned long long)frac);
 }
 
-const char *const pc__manifest_level_key[PC_NFORMATS] = {
-    "gzip_level", "brotli_quality", "zstd_level"};
-
 static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
   const char *sep = "";
   int f, err = 0;

@@ -61,6 +61,14 @@ typedef struct reader {
   size_t called[AT_N]; /* `at` at the last files() call; NONE: none */
 } reader_t;
 
+
+/* The level keys of "options", per format. Here, with the reader, and not
+ * with the writer (manifest.c), which uses the reader: the two files then
+ * depend one way (tests/unit/check_structure.py).
+ */
+const char *const pc__manifest_level_key[PC_NFORMATS] = {
+    "gzip_level", "brotli_quality", "zstd_level"};
+
 static const pc__mread_t check_only = {0};
 
 void pc__mhead_free(pc__mhead_t *h) {
