@@ -16,8 +16,14 @@ const char *pc_strerror(int err) {
     break;
   }
   if (err < 0 && err > -4000) {
-    /* strerrordesc_np() is thread-safe where strerror() is not. */
+    /* strerrordesc_np() is thread-safe where glibc's strerror() is not;
+     * without it (musl, the BSDs), strerror() reads a table.
+     */
+#if PC_HAVE_STRERRORDESC_NP
     const char *s = strerrordesc_np(-err);
+#else
+    const char *s = strerror(-err);
+#endif
     if (s != NULL)
       return s;
   }

@@ -115,6 +115,55 @@ static size_t base_off(const pc__job_t *j) {
  * out of dirfd unless --follow made symlinked directories part of the
  * tree. A descriptor, or a negative code.
  */
+/* openat2() where the kernel lacks it (ENOSYS: before Linux 5.6) or a
+ * seccomp profile refuses it (EPERM: Docker before 20.10, systemd-nspawn):
+ * one component at a time, each O_NOFOLLOW, which is what
+ * RESOLVE_NO_SYMLINKS does; `dir` comes from the walk, so it holds no "..".
+ * A descriptor, or -1 with errno set.
+ */
+static int open_each(int dirfd, const char *dir) {
+  const int flags = O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
+  char part[NAME_MAX + 1];
+  const char *p = dir;
+  int fd = -1, at = dirfd;
+
+  for (;;) {
+    size_t n = strcspn(p, "/");
+    if (n > NAME_MAX) {
+      errno = ENAMETOOLONG;
+      break;
+    }
+    if (n > 0) {
+      int next;
+      memcpy(part, p, n);
+      part[n] = '\0';
+      next = openat(at, part, flags);
+      if (at != dirfd) {
+        int e = errno;
+        close(at);
+        errno = e;
+      }
+      if (next < 0) {
+        /* A directory at the walk, now a link or a file: as openat2's
+         * ELOOP, the tree changed.
+         */
+        if (errno == ENOTDIR)
+          errno = ELOOP;
+        return -1;
+      }
+      at = next;
+    }
+    if (p[n] == '\0') {
+      fd = at == dirfd ? openat(dirfd, ".", flags) : at;
+      return fd;
+    }
+    p += n + 1;
+  }
+  if (at != dirfd)
+    close(at);
+  return -1;
+}
+
 static int open_beneath(const pc__job_t *j, int dirfd, const char *dir) {
   struct open_how how;
   int fd;
@@ -123,10 +172,10 @@ static int open_beneath(const pc__job_t *j, int dirfd, const char *dir) {
   how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
   how.resolve = j->cfg->follow ? 0 : RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
   fd = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
-  if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: the last link only */
-    fd = openat(dirfd, dir,
-                O_PATH | O_DIRECTORY | O_CLOEXEC |
-                    (j->cfg->follow ? 0 : O_NOFOLLOW));
+  if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+    fd = j->cfg->follow
+             ? openat(dirfd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+             : open_each(dirfd, dir);
   if (fd < 0)
     return errno == ELOOP || errno == EXDEV ? PC_ECHANGED : PC__ERRNO();
   return fd;
