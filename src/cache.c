@@ -66,6 +66,14 @@ struct pc__cache {
   int read_only;
   uint64_t ver; /* the codec libraries' versions, hashed: their bytes differ */
   uint64_t budget, flush_bytes;
+  /* The first 8 bytes of every key the store held at open, sorted: a key
+   * not there is a miss without a lookup. Lookups racing the writer's
+   * commits re-read pages from the WAL; on a cold run they were most of
+   * the cache's cost. NULL (nkeys 0 too): not loaded, every key looked up.
+   */
+  uint64_t *keys;
+  size_t nkeys;
+  int keys_loaded;
 
   uv_mutex_t mu; /* guards everything below */
   reader_t *free_readers, *all_readers;
@@ -611,6 +619,54 @@ static void flush(pc__cache_t *c) {
 
 /* --- open and close --------------------------------------------------- */
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static uint64_t key_prefix(const unsigned char *key) {
+  uint64_t v = 0;
+  int i;
+  for (i = 7; i >= 0; i--)
+    v = v << 8 | key[i];
+  return v;
+}
+
+/* Loads the keys' prefixes (c->keys). Best effort: without them every key
+ * is looked up.
+ */
+static void load_keys(pc__cache_t *c, sqlite3 *db) {
+  sqlite3_stmt *s;
+  size_t cap = 0;
+
+  if (sqlite3_prepare_v2(db, "SELECT key FROM entry", -1, &s, NULL) !=
+      SQLITE_OK)
+    return;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    const unsigned char *k = sqlite3_column_blob(s, 0);
+    if (k == NULL || sqlite3_column_bytes(s, 0) != KEYLEN)
+      continue;
+    if (c->nkeys == cap) {
+      size_t ncap = cap ? cap * 2 : 4096;
+      uint64_t *n = realloc(c->keys, ncap * sizeof(*n));
+      if (n == NULL)
+        goto fail;
+      c->keys = n;
+      cap = ncap;
+    }
+    c->keys[c->nkeys++] = key_prefix(k);
+  }
+  sqlite3_finalize(s);
+  qsort(c->keys, c->nkeys, sizeof(*c->keys), cmp_u64);
+  c->keys_loaded = 1;
+  return;
+fail:
+  sqlite3_finalize(s);
+  free(c->keys);
+  c->keys = NULL;
+  c->nkeys = 0;
+}
+
 static int open_writer(pc__cache_t *c) {
   int64_t format;
   int rc, err;
@@ -639,6 +695,7 @@ static int open_writer(pc__cache_t *c) {
     return store_err(c->wdb, rc);
   if (format != FORMAT)
     return PC_ESTORE;
+  load_keys(c, c->wdb);
   return prepare_writer(c);
 }
 
@@ -734,6 +791,7 @@ void pc__cache_close(pc__cache_t *c) {
       sqlite3_finalize(*st[i]);
   }
   sqlite3_close(c->wdb);
+  free(c->keys);
   uv_cond_destroy(&c->wake);
   uv_cond_destroy(&c->done);
   uv_mutex_destroy(&c->mu);
@@ -781,6 +839,11 @@ int pc__cache_get(pc__cache_t *c, const pc__cache_key_t *k,
 
   memset(hit, 0, sizeof(*hit));
   make_key(c, k, key);
+  if (c->keys_loaded) {
+    uint64_t p = key_prefix(key);
+    if (bsearch(&p, c->keys, c->nkeys, sizeof(*c->keys), cmp_u64) == NULL)
+      return 0;
+  }
   if ((rd = reader_get(c)) == NULL)
     return 0;
   /* One snapshot from the lookup to the last byte copied: the statement
