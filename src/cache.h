@@ -54,7 +54,11 @@ typedef struct pc__cache_key {
  */
 typedef struct pc__cache_hit {
   struct pc__cache_reader *rd; /* NULL when there is nothing to read */
-  uint64_t len;                /* payload length */
+  /* A small payload, in memory until the release (write it from here, no
+   * copy); NULL: read it with pc__cache_read.
+   */
+  const unsigned char *mem;
+  uint64_t len; /* payload length */
   int rejected;                /* output known to exceed `limit` */
   uint64_t limit;
 } pc__cache_hit_t;

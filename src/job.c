@@ -471,23 +471,29 @@ static int copy_outputs(pc__job_t *j, struct fmt_state *fs,
 }
 
 /* Copies the cached payload (n bytes, verified in the snapshot the hit
- * holds) into the format's temp file.
+ * holds) into the format's temp file. The hit is released on failure, by
+ * settle() after use.
  */
 static int copy_hit(pc__job_t *j, struct fmt_state *s, uint64_t n) {
-  unsigned char *buf = malloc(COPY_BUF);
+  unsigned char *buf = NULL;
   uint64_t off = 0;
   int err = 0;
 
   /* Recorded like every other failure here: settle() only passes the
    * code on, and a job without j->err counts as done.
    */
-  if (buf == NULL) {
+  if (s->hit.mem == NULL && (buf = malloc(COPY_BUF)) == NULL) {
     fail(j, -ENOMEM, NULL);
     return -ENOMEM;
   }
   if (s->out.fd < 0 &&
       (err = pc__out_open(&s->out, j->pdir, s->base)) != 0) {
     fail(j, err, s->final);
+    goto out;
+  }
+  if (s->hit.mem != NULL) { /* the store's own copy: no second one */
+    if ((err = pc__out_write(&s->out, s->hit.mem, (size_t)n)) != 0)
+      fail(j, err, s->final);
     goto out;
   }
   while (off < n) {
@@ -504,7 +510,8 @@ static int copy_hit(pc__job_t *j, struct fmt_state *s, uint64_t n) {
   }
 out:
   free(buf);
-  pc__cache_release(j->cfg->cache, &s->hit);
+  if (err != 0)
+    pc__cache_release(j->cfg->cache, &s->hit);
   return err;
 }
 
@@ -611,8 +618,15 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   }
   if (whole) /* spill() empties buf but keeps its bytes */
     s->mem = s->buf.data;
+  if (s->hit.mem != NULL) /* the store's copy, until the release below */
+    s->mem = s->hit.mem;
   if (j->lead)
     keep_for_followers(j, s, o->size);
+  if (s->hit.rd != NULL) {
+    if (s->mem == s->hit.mem)
+      s->mem = NULL;
+    pc__cache_release(j->cfg->cache, &s->hit);
+  }
   /* Into the cache from our own bytes (in memory, or through the temp's
    * descriptor before the rename), never from the name: once renamed, the
    * output is in a directory others may write.

@@ -122,6 +122,35 @@ class Cache(Base):
         self.assertEqual(got[1]["cached"], got[0]["compressed"], got[1])
         self.assertEqual(got[2]["cached"], got[0]["compressed"] - 1, "big.js compressed again: %r" % got[2])
 
+    def test_identical_files_on_a_warm_cache_copy_the_leaders_hit(self):
+        # A leader whose outputs come from the cache hands its bytes to the files with the
+        # same content: from the store's row for a small payload (held until the followers
+        # have their copy), read back from its temp for one streamed from a blob (over
+        # 256 KiB). Every copy must be the oracle's bytes, with its own mode and times.
+        src = self.tree("src", n=4)
+        rnd = random.Random(11)
+        text = words_data(500 * 64, seed=11)
+        big = b"".join(rnd.randbytes(400) + text[500 * (k % 64):500 * (k % 64 + 1)]
+                       for k in range(800))  # 720 KB: its .gz is over 256 KiB
+        small = words_data(2500, seed=5)
+        for i in range(3):
+            for name, data in (("big%d.js" % i, big), ("small%d.css" % i, small)):
+                p = os.path.join(src, name)
+                with open(p, "wb") as f:
+                    f.write(data)
+                os.utime(p, ns=(1_500_000_000_000_000_000 + i, 1_600_000_000_000_000_000 + i))
+        os.chmod(os.path.join(src, "small2.css"), 0o640)
+        cache = self.path("cache")
+        _, _, s1 = self.fresh_run(src, "a", cache, "--no-brotli")
+        self.assertEqual(s1["deduped"], 4, s1)
+        sizes = sorted(len(e["data"]) for e in entries(cache).values())
+        self.assertGreater(sizes[-1], 256 << 10, "the big file's entry takes the blob path")
+        root, _, s2 = self.fresh_run(src, "b", cache, "--no-brotli")
+        self.assertEqual((s2["cached"], s2["deduped"]), (s1["compressed"] - 4, 4), s2)
+        for i in range(3):  # fresh_run checked the bytes; the copies are really there
+            for name in ("big%d.js" % i, "small%d.css" % i):
+                self.assertTrue(os.path.exists(os.path.join(root, name + ".gz")), name)
+
     def test_rejections_are_taken_from_the_cache(self):
         # An entry may say "rejected above LIMIT": at a limit up to that one the output is not
         # kept, without compressing. Proven by turning every stored payload into such a
