@@ -13,7 +13,7 @@
  */
 #include "job.h"
 
-#include "cache.h"
+#include "store.h"
 #include "codec.h"
 #include "dedup.h"
 #include "out.h"
@@ -46,7 +46,7 @@ struct fmt_state {
   const char *base; /* its last component, relative to the job's directory */
   int on;           /* enabled and not dropped */
   int cached;       /* the result came from the cache */
-  pc__cache_hit_t hit; /* a cached payload to copy (hit.rd), or zeroed */
+  pc__store_hit_t hit; /* a cached payload to copy (hit.rd), or zeroed */
   const unsigned char *mem; /* once settled: all of the output, still in
                                buf (never spilled before), or NULL */
   unsigned char *keep; /* a leader's copy of its kept output for followers
@@ -275,7 +275,7 @@ static int spill(pc__job_t *j, struct fmt_state *s) {
 /* Forgets the format's work so far (encoder, buffer, temp file). */
 static void drop(const pc__job_t *j, struct fmt_state *s) {
   if (s->hit.rd != NULL)
-    pc__cache_release(j->cfg->cache, &s->hit);
+    pc__store_release(j->cfg->cache, &s->hit);
   pc__enc_free(s->enc);
   s->enc = NULL;
   free(s->keep); /* not published: a failed leader's */
@@ -498,7 +498,7 @@ static int copy_hit(pc__job_t *j, struct fmt_state *s, uint64_t n) {
   }
   while (off < n) {
     size_t k = n - off < COPY_BUF ? (size_t)(n - off) : COPY_BUF;
-    if ((err = pc__cache_read(&s->hit, off, buf, k)) != 0) {
+    if ((err = pc__store_read(&s->hit, off, buf, k)) != 0) {
       fail(j, err, NULL);
       goto out;
     }
@@ -511,13 +511,13 @@ static int copy_hit(pc__job_t *j, struct fmt_state *s, uint64_t n) {
 out:
   free(buf);
   if (err != 0)
-    pc__cache_release(j->cfg->cache, &s->hit);
+    pc__store_release(j->cfg->cache, &s->hit);
   return err;
 }
 
 /* The cache's key for format f of this content. */
 static void cache_key(const pc__job_t *j, int f, const uint64_t h[2],
-                      pc__cache_key_t *k) {
+                      pc__store_key_t *k) {
   k->h[0] = h[0];
   k->h[1] = h[1];
   k->size = j->size;
@@ -625,16 +625,16 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
   if (s->hit.rd != NULL) {
     if (s->mem == s->hit.mem)
       s->mem = NULL;
-    pc__cache_release(j->cfg->cache, &s->hit);
+    pc__store_release(j->cfg->cache, &s->hit);
   }
   /* Into the cache from our own bytes (in memory, or through the temp's
    * descriptor before the rename), never from the name: once renamed, the
    * output is in a directory others may write.
    */
   if (s->hash != NULL) {
-    pc__cache_key_t k;
+    pc__store_key_t k;
     cache_key(j, f, s->hash, &k);
-    j->cache_puts += (unsigned)pc__cache_put(
+    j->cache_puts += (unsigned)pc__store_put(
         j->cfg->cache, &k, 1, s->mem != NULL ? s->mem : s->keep, s->out.fd,
         o->size, 0);
   }
@@ -649,11 +649,11 @@ static int settle(pc__job_t *j, int f, struct fmt_state *s) {
  */
 static int from_cache(pc__job_t *j, int f, const uint64_t h[2],
                       uint64_t limit, struct fmt_state *s) {
-  pc__cache_key_t k;
-  pc__cache_hit_t hit;
+  pc__store_key_t k;
+  pc__store_hit_t hit;
 
   cache_key(j, f, h, &k);
-  if (!pc__cache_get(j->cfg->cache, &k, &hit))
+  if (!pc__store_get(j->cfg->cache, &k, &hit))
     return 0;
   if (hit.rejected) {
     if (hit.limit < limit)
@@ -669,7 +669,7 @@ static int from_cache(pc__job_t *j, int f, const uint64_t h[2],
   } else {
     j->out[f].state = PC_OUT_RATIO;
   }
-  pc__cache_release(j->cfg->cache, &hit);
+  pc__store_release(j->cfg->cache, &hit);
   s->cached = 1;
   return 1;
 }
@@ -1021,9 +1021,9 @@ static void job_run(pc__job_t *j) {
       break;
     settled[f] = 1;
     if (fs[f].hash != NULL && j->out[f].state != PC_OUT_KEPT) {
-      pc__cache_key_t k;
+      pc__store_key_t k;
       cache_key(j, f, h, &k);
-      j->cache_puts += (unsigned)pc__cache_put(
+      j->cache_puts += (unsigned)pc__store_put(
           j->cfg->cache, &k, 0, NULL, -1, 0,
           pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
     }

@@ -29,7 +29,7 @@ typedef struct pc__cfg {
   struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */
   struct pc__spares *spares; /* shared, with its own lock: codec states
                                 kept between files, freed with the run */
-  struct pc__cache *cache; /* thread-safe (cache.h); NULL: no --cache-dir */
+  struct pc__store *cache; /* thread-safe (store.h); NULL: no --cache-dir */
 } pc__cfg_t;
 
 /* A job waits in the run's heap from the walk until a worker is free: as

@@ -13,7 +13,7 @@
  */
 #include "run.h"
 
-#include "cache.h"
+#include "store.h"
 #include "codec.h"
 #include "out.h"
 
@@ -947,11 +947,11 @@ static uint64_t cache_budget(uint64_t limit) {
  * goes on without a cache.
  */
 static int open_cache(pc__run_t *r) {
-  pc__cache_t *c;
+  pc__store_t *c;
   struct stat st;
   int err;
 
-  if ((err = pc__cache_open(&c, r->opts->cache_dir, r->opts->dry_run,
+  if ((err = pc__store_open(&c, r->opts->cache_dir, r->opts->dry_run,
                             cache_budget(r->sched.limit))) == PC_EUNSAFE)
     return err;
   if (err != 0) {
@@ -1000,7 +1000,7 @@ static void free_run(pc__run_t *r) {
   pc__prev_free(r->prev);
   pc__dedup_free(r->cfg.dedup);
   pc__spares_free(r->cfg.spares);
-  pc__cache_close((pc__cache_t *)r->cfg.cache);
+  pc__store_close((pc__store_t *)r->cfg.cache);
 }
 
 static void probe_wait(void *arg) {
@@ -1234,7 +1234,7 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
    */
   if (r->cfg.cache != NULL && opts->cache_max_size > 0 && !opts->dry_run &&
       r->cache_puts > 0 && !r->stopping) {
-    int terr = pc__cache_trim(r->cfg.cache, opts->cache_max_size);
+    int terr = pc__store_trim(r->cfg.cache, opts->cache_max_size);
     if (terr != 0)
       report_error(r, opts->cache_dir, terr);
   }

@@ -4,7 +4,7 @@
  */
 #include "select.h"
 
-#include "cache.h"
+#include "store.h"
 #include "glob.h"
 
 #include <ctype.h>
@@ -211,11 +211,11 @@ static int manifest_name(const pc__select_t *s, const pc__sel_entry_t *e) {
  */
 static int cache_file(const pc__select_t *s, const pc__sel_entry_t *e) {
   static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-  size_t n = strlen(PC__CACHE_STORE), k;
+  size_t n = strlen(PC__STORE_FILE), k;
 
   if (!s->cache_known || e->dir.dev != s->cache_dir.dev ||
       e->dir.ino != s->cache_dir.ino || e->len < n ||
-      memcmp(e->name, PC__CACHE_STORE, n) != 0)
+      memcmp(e->name, PC__STORE_FILE, n) != 0)
     return 0;
   for (k = 0; k < PC__ARRAY_SIZE(sfx); k++)
     if (strcmp(e->name + n, sfx[k]) == 0)

@@ -43,7 +43,7 @@ typedef struct pc__select {
   pc__devino_t skip_dirs[2];
   size_t nskip_dirs;
   /* The cache's directory (cache_known): when it is a PATH itself, the
-   * store's files in it (PC__CACHE_STORE and SQLite's -wal, -shm,
+   * store's files in it (PC__STORE_FILE and SQLite's -wal, -shm,
    * -journal beside it) are never inputs.
    */
   int cache_known;

@@ -1,7 +1,8 @@
-/* The content cache (--cache-dir): compressed results stored by content
- * hash and the options that shape the bytes, so a fresh checkout in CI
- * whose files were compressed by an earlier run copies them instead of
- * compressing again.
+/* The content cache's store (--cache-dir): compressed results stored by
+ * content hash and the options that shape the bytes, so a fresh checkout in
+ * CI whose files were compressed by an earlier run copies them instead of
+ * compressing again. This file is the store alone; when a job looks up and
+ * fills it is the job's business (job.c).
  *
  * One SQLite store, DIR/cache.sqlite (WAL mode, so runs sharing it read
  * while one writes). Why SQLite and not LMDB, and the figures: bench/README.
@@ -17,15 +18,15 @@
  * rejection limit and the payload, so an entry moved under another key,
  * truncated or flipped is a miss (and removed), never an output.
  */
-#ifndef PC_CACHE_H
-#define PC_CACHE_H
+#ifndef PC_STORE_H
+#define PC_STORE_H
 
 #include "common.h"
 
-typedef struct pc__cache pc__cache_t;
+typedef struct pc__store pc__store_t;
 
 /* The store's file name inside --cache-dir. */
-#define PC__CACHE_STORE "cache.sqlite"
+#define PC__STORE_FILE "cache.sqlite"
 
 /* Opens (creating) the cache under dir. `budget` bounds the bytes of
  * entries queued for the writer at once (an entry that does not fit is
@@ -35,49 +36,49 @@ typedef struct pc__cache pc__cache_t;
  * store another user owns or others can write, -ENOENT read_only and no
  * store there.
  */
-int pc__cache_open(pc__cache_t **out, const char *dir, int read_only,
+int pc__store_open(pc__store_t **out, const char *dir, int read_only,
                    uint64_t budget);
 /* Commits what is queued, then closes. Call from the thread that opened. */
-void pc__cache_close(pc__cache_t *c);
+void pc__store_close(pc__store_t *c);
 
 /* What shapes an output's bytes: its entry's key. */
-typedef struct pc__cache_key {
+typedef struct pc__store_key {
   uint64_t h[2]; /* XXH3-128 of the content */
   uint64_t size;
   pc_format_t format;
   int level;
   pc_gzip_engine_t engine;
-} pc__cache_key_t;
+} pc__store_key_t;
 
 /* A looked-up entry. Holds a read snapshot of the store until released,
  * so the payload verified is the payload copied. Zeroed: no hit.
  */
-typedef struct pc__cache_hit {
-  struct pc__cache_reader *rd; /* NULL when there is nothing to read */
+typedef struct pc__store_hit {
+  struct pc__store_reader *rd; /* NULL when there is nothing to read */
   /* A small payload, in memory until the release (write it from here, no
-   * copy); NULL: read it with pc__cache_read.
+   * copy); NULL: read it with pc__store_read.
    */
   const unsigned char *mem;
   uint64_t len; /* payload length */
   int rejected;                /* output known to exceed `limit` */
   uint64_t limit;
-} pc__cache_hit_t;
+} pc__store_hit_t;
 
 /* Looks k up. Returns 1 on a hit whose payload was verified against the key
  * (hit->rd set, to read then release) or a rejection (nothing to release),
  * 0 on a miss. Never fails: an unreadable or corrupt entry is a miss, and
  * one that does not verify is queued for removal. Any thread.
  */
-int pc__cache_get(pc__cache_t *c, const pc__cache_key_t *k,
-                  pc__cache_hit_t *hit);
+int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
+                  pc__store_hit_t *hit);
 
 /* Reads n payload bytes at off. 0 or a negative code. */
-int pc__cache_read(pc__cache_hit_t *hit, uint64_t off, void *buf, size_t n);
+int pc__store_read(pc__store_hit_t *hit, uint64_t off, void *buf, size_t n);
 
 /* Ends the hit's snapshot and gives its connection back. Safe on a zeroed
  * or already released hit.
  */
-void pc__cache_release(pc__cache_t *c, pc__cache_hit_t *hit);
+void pc__store_release(pc__store_t *c, pc__store_hit_t *hit);
 
 /* Queues the result for k for the writer: a kept output of `len` bytes,
  * copied now from `mem` when not NULL, else read from `fd` with pread from
@@ -85,7 +86,7 @@ void pc__cache_release(pc__cache_t *c, pc__cache_hit_t *hit);
  * rejection above `limit`. Best effort: 1 when queued, 0 when not (over the
  * budget, no memory, a read-only cache). Any thread.
  */
-int pc__cache_put(pc__cache_t *c, const pc__cache_key_t *k, int kept,
+int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
                   const unsigned char *mem, int fd, uint64_t len,
                   uint64_t limit);
 
@@ -93,6 +94,6 @@ int pc__cache_put(pc__cache_t *c, const pc__cache_key_t *k, int kept,
  * payloads total at most max_bytes, and compacts the store when that freed
  * more than a quarter of it. 0 or a negative code.
  */
-int pc__cache_trim(pc__cache_t *c, uint64_t max_bytes);
+int pc__store_trim(pc__store_t *c, uint64_t max_bytes);
 
-#endif /* PC_CACHE_H */
+#endif /* PC_STORE_H */

@@ -1,4 +1,4 @@
-#include "cache.h"
+#include "store.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -60,15 +60,15 @@ typedef struct op {
   uint64_t len;
 } op_t;
 
-typedef struct pc__cache_reader {
+typedef struct pc__store_reader {
   sqlite3 *db;
   sqlite3_stmt *get;
   sqlite3_blob *blob; /* the hit's payload, in the open snapshot */
   XXH3_state_t *xs;   /* the checksum's state, kept for the next lookup */
-  struct pc__cache_reader *next_free, *next_all;
+  struct pc__store_reader *next_free, *next_all;
 } reader_t;
 
-struct pc__cache {
+struct pc__store {
   char *path; /* DIR/cache.sqlite */
   int read_only;
   uint64_t ver; /* the codec libraries' versions, hashed: their bytes differ */
@@ -106,7 +106,7 @@ static void put64(unsigned char *p, uint64_t v) {
     p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static void make_key(const pc__cache_t *c, const pc__cache_key_t *k,
+static void make_key(const pc__store_t *c, const pc__store_key_t *k,
                      unsigned char key[KEYLEN]) {
   put64(key, k->h[0]);
   put64(key + 8, k->h[1]);
@@ -279,7 +279,7 @@ static char *ro_uri(const char *path) {
   return u;
 }
 
-static int open_db(const pc__cache_t *c, int writer, sqlite3 **out) {
+static int open_db(const pc__store_t *c, int writer, sqlite3 **out) {
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
               (writer ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY);
   char *uri = NULL;
@@ -312,7 +312,7 @@ static void reader_free(reader_t *rd) {
   free(rd);
 }
 
-static reader_t *reader_get(pc__cache_t *c) {
+static reader_t *reader_get(pc__store_t *c) {
   reader_t *rd;
 
   uv_mutex_lock(&c->mu);
@@ -351,7 +351,7 @@ static reader_t *reader_get(pc__cache_t *c) {
 /* Ends the reader's snapshot (the lookup statement, left on its row, held
  * it) and pools it.
  */
-static void reader_put(pc__cache_t *c, reader_t *rd) {
+static void reader_put(pc__store_t *c, reader_t *rd) {
   sqlite3_blob_close(rd->blob);
   rd->blob = NULL;
   sqlite3_reset(rd->get);
@@ -364,7 +364,7 @@ static void reader_put(pc__cache_t *c, reader_t *rd) {
 /* --- the queue -------------------------------------------------------- */
 
 /* Takes op (owned), or frees it when the cache is closing. */
-static void enqueue(pc__cache_t *c, op_t *o) {
+static void enqueue(pc__store_t *c, op_t *o) {
   int wake;
 
   o->next = NULL;
@@ -379,7 +379,7 @@ static void enqueue(pc__cache_t *c, op_t *o) {
   uv_mutex_unlock(&c->mu);
 }
 
-static void queue_small(pc__cache_t *c, int kind, int64_t id,
+static void queue_small(pc__store_t *c, int kind, int64_t id,
                         const unsigned char key[KEYLEN]) {
   op_t *o;
   if (c->read_only || (o = calloc(1, sizeof(*o))) == NULL)
@@ -392,20 +392,20 @@ static void queue_small(pc__cache_t *c, int kind, int64_t id,
 
 /* --- the writer ------------------------------------------------------- */
 
-static int prepare_writer(pc__cache_t *c) {
+static int prepare_writer(pc__store_t *c) {
   static const struct {
     size_t off;
     const char *sql;
   } st[] = {
-      {offsetof(pc__cache_t, find), "SELECT id FROM entry WHERE key = ?1"},
-      {offsetof(pc__cache_t, del_e), "DELETE FROM entry WHERE id = ?1"},
-      {offsetof(pc__cache_t, del_p), "DELETE FROM payload WHERE id = ?1"},
-      {offsetof(pc__cache_t, ins_e),
+      {offsetof(pc__store_t, find), "SELECT id FROM entry WHERE key = ?1"},
+      {offsetof(pc__store_t, del_e), "DELETE FROM entry WHERE id = ?1"},
+      {offsetof(pc__store_t, del_p), "DELETE FROM payload WHERE id = ?1"},
+      {offsetof(pc__store_t, ins_e),
        "INSERT INTO entry(key, used, bytes) VALUES(?1, ?2, ?3)"},
-      {offsetof(pc__cache_t, ins_p),
+      {offsetof(pc__store_t, ins_p),
        "INSERT INTO payload(id, lim, sum, data) VALUES(?1, ?2, ?3, ?4)"},
-      {offsetof(pc__cache_t, touch), "UPDATE entry SET used = ?2 WHERE id = ?1"},
-      {offsetof(pc__cache_t, drop),
+      {offsetof(pc__store_t, touch), "UPDATE entry SET used = ?2 WHERE id = ?1"},
+      {offsetof(pc__store_t, drop),
        "DELETE FROM entry WHERE id = ?1 AND key = ?2"},
   };
   size_t i;
@@ -427,7 +427,7 @@ static int step_done(sqlite3_stmt *s) {
   return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
-static int apply_put(pc__cache_t *c, const op_t *o, int64_t now) {
+static int apply_put(pc__store_t *c, const op_t *o, int64_t now) {
   int64_t id;
   int rc;
 
@@ -463,7 +463,7 @@ static int apply_put(pc__cache_t *c, const op_t *o, int64_t now) {
   return step_done(c->ins_p);
 }
 
-static int apply(pc__cache_t *c, const op_t *o, int64_t now) {
+static int apply(pc__store_t *c, const op_t *o, int64_t now) {
   int rc;
 
   switch (o->kind) {
@@ -489,7 +489,7 @@ static int apply(pc__cache_t *c, const op_t *o, int64_t now) {
  * be committed (disk full, another run holding the lock past BUSY_MS) is
  * dropped whole, which the next run sees as misses.
  */
-static void commit(pc__cache_t *c, op_t *batch) {
+static void commit(pc__store_t *c, op_t *batch) {
   int64_t now = (int64_t)time(NULL);
   int rc;
   op_t *o;
@@ -526,7 +526,7 @@ static int query_int(sqlite3 *db, const char *sql, int64_t *v) {
  * pages, so what CI uploads is near the payload's size. A VACUUM another
  * run's reader blocks is left to a later trim.
  */
-static int do_trim(pc__cache_t *c, uint64_t max_bytes) {
+static int do_trim(pc__store_t *c, uint64_t max_bytes) {
   sqlite3_stmt *s = NULL;
   int64_t total, pages, free_pages;
   int rc;
@@ -569,7 +569,7 @@ static int do_trim(pc__cache_t *c, uint64_t max_bytes) {
 }
 
 static void writer_main(void *arg) {
-  pc__cache_t *c = arg;
+  pc__store_t *c = arg;
 
   uv_mutex_lock(&c->mu);
   for (;;) {
@@ -598,7 +598,7 @@ static void writer_main(void *arg) {
       o = next;
     }
     if (trim) {
-      /* Again after a failure that may pass (see pc__cache_open). */
+      /* Again after a failure that may pass (see pc__store_open). */
       int err = do_trim(c, c->trim_max);
       if (err != 0)
         err = do_trim(c, c->trim_max);
@@ -617,7 +617,7 @@ static void writer_main(void *arg) {
 }
 
 /* Waits until everything queued before the call is committed. */
-static void flush(pc__cache_t *c) {
+static void flush(pc__store_t *c) {
   uint64_t gen;
   uv_mutex_lock(&c->mu);
   gen = ++c->flush_gen;
@@ -645,7 +645,7 @@ static uint64_t key_prefix(const unsigned char *key) {
 /* Loads the keys' prefixes (c->keys). Best effort: without them every key
  * is looked up.
  */
-static void load_keys(pc__cache_t *c, sqlite3 *db) {
+static void load_keys(pc__store_t *c, sqlite3 *db) {
   sqlite3_stmt *s;
   size_t cap = 0;
 
@@ -677,7 +677,7 @@ fail:
   c->nkeys = 0;
 }
 
-static int open_writer(pc__cache_t *c) {
+static int open_writer(pc__store_t *c) {
   int64_t format;
   int rc, err;
 
@@ -709,16 +709,16 @@ static int open_writer(pc__cache_t *c) {
   return prepare_writer(c);
 }
 
-static int cache_open(pc__cache_t **out, const char *dir, int read_only,
+static int cache_open(pc__store_t **out, const char *dir, int read_only,
                       uint64_t budget) {
-  pc__cache_t *c = calloc(1, sizeof(*c));
+  pc__store_t *c = calloc(1, sizeof(*c));
   const char *v = pc_library_versions();
   int err;
 
   *out = NULL;
   if (c == NULL)
     return -ENOMEM;
-  if ((c->path = pc__path_join(dir, PC__CACHE_STORE)) == NULL) {
+  if ((c->path = pc__path_join(dir, PC__STORE_FILE)) == NULL) {
     free(c);
     return -ENOMEM;
   }
@@ -757,7 +757,7 @@ static int cache_open(pc__cache_t **out, const char *dir, int read_only,
   *out = c;
   return 0;
 fail:
-  pc__cache_close(c);
+  pc__store_close(c);
   return err;
 }
 
@@ -765,7 +765,7 @@ fail:
  * SQLite took for damage): a cache that opens on the second try is worth
  * the run's time; one refused as unsafe is not tried again.
  */
-int pc__cache_open(pc__cache_t **out, const char *dir, int read_only,
+int pc__store_open(pc__store_t **out, const char *dir, int read_only,
                    uint64_t budget) {
   int err = cache_open(out, dir, read_only, budget);
   if (err != 0 && err != PC_EUNSAFE && err != -ENOTDIR &&
@@ -774,7 +774,7 @@ int pc__cache_open(pc__cache_t **out, const char *dir, int read_only,
   return err;
 }
 
-void pc__cache_close(pc__cache_t *c) {
+void pc__store_close(pc__store_t *c) {
   reader_t *rd;
   size_t i;
 
@@ -844,8 +844,8 @@ out:
   return ok;
 }
 
-int pc__cache_get(pc__cache_t *c, const pc__cache_key_t *k,
-                  pc__cache_hit_t *hit) {
+int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
+                  pc__store_hit_t *hit) {
   unsigned char key[KEYLEN];
   reader_t *rd;
   int64_t id, used, lim;
@@ -913,7 +913,7 @@ out:
   return ok;
 }
 
-int pc__cache_read(pc__cache_hit_t *hit, uint64_t off, void *buf, size_t n) {
+int pc__store_read(pc__store_hit_t *hit, uint64_t off, void *buf, size_t n) {
   int rc;
   if (hit->rd == NULL || off + n > hit->len)
     return -EINVAL;
@@ -925,14 +925,14 @@ int pc__cache_read(pc__cache_hit_t *hit, uint64_t off, void *buf, size_t n) {
   return rc == SQLITE_OK ? 0 : store_err(hit->rd->db, rc);
 }
 
-void pc__cache_release(pc__cache_t *c, pc__cache_hit_t *hit) {
+void pc__store_release(pc__store_t *c, pc__store_hit_t *hit) {
   if (hit->rd != NULL)
     reader_put(c, hit->rd);
   hit->rd = NULL;
   hit->mem = NULL;
 }
 
-int pc__cache_put(pc__cache_t *c, const pc__cache_key_t *k, int kept,
+int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
                   const unsigned char *mem, int fd, uint64_t len,
                   uint64_t limit) {
   op_t *o = NULL;
@@ -990,7 +990,7 @@ out:
   return ok;
 }
 
-int pc__cache_trim(pc__cache_t *c, uint64_t max_bytes) {
+int pc__store_trim(pc__store_t *c, uint64_t max_bytes) {
   int err;
   if (c->read_only || !c->writer_on)
     return 0;
