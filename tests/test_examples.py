@@ -7,7 +7,7 @@ copy of fixtures/site standing for the site's build output. The test adapts to t
 never the reverse:
 
 - Steps that install Debian packages (apt-get) are not run (root, network); their package list
-  must be exactly the build part of .ci/deps.
+  must be exactly the build group of .ci/deps (`.ci/deps build`).
 - Steps that build precompress (meson setup, ninja, meson install) are not run in the CI
   recipes: a directory holding the program under test (env PRECOMPRESS) comes first on PATH
   instead. The Dockerfile's build stage is run for real by DockerBuildStage (a -Dstatic=true
@@ -59,22 +59,13 @@ COMPRESSED_RE = re.compile(r"(\d+) compressed")
 # ----------------------------------------------------------------------------
 
 def ci_build_packages():
-    """The packages of the `# build` part of .ci/deps's list."""
+    """The packages of .ci/deps's build group (`build=(...)`), comments left out."""
     with open(os.path.join(SRC_ROOT, ".ci", "deps")) as f:
         text = f.read()
-    body = re.search(r"^packages=\((.*?)^\)", text, re.S | re.M).group(1)
-    # The first line of each comment block names the part: "# build", "# tests: ...".
-    section, pkgs, in_comment = None, [], False
+    body = re.search(r"^build=\((.*?)^\)", text, re.S | re.M).group(1)
+    pkgs = []
     for line in body.splitlines():
-        line = line.strip()
-        if line.startswith("#"):
-            if not in_comment:
-                section = line[1:].strip().split(" ", 1)[0].rstrip(":")
-            in_comment = True
-        elif line:
-            in_comment = False
-            if section == "build":
-                pkgs += line.split()
+        pkgs += line.split("#", 1)[0].split()
     return sorted(pkgs)
 
 
@@ -140,7 +131,7 @@ class Base(PCTestCase):
         pkgs = apt_install_packages(cmd)
         self.assertIsNotNone(pkgs, "%s: no apt-get install in %r" % (where, cmd))
         self.assertEqual(pkgs, ci_build_packages(),
-                         "%s installs other packages than the build part of .ci/deps" % where)
+                         "%s installs other packages than `.ci/deps build`" % where)
 
     def assertSiteCompressed(self, root, extra=()):
         """root holds fixtures/site plus exactly the oracle's outputs (and extra)."""
