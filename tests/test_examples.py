@@ -573,6 +573,28 @@ class GitHubActions(Base):
             self.assertTrue(s[0].startswith("precompress: dry run: "), s)
 
 
+class OneGitHubRecipe(Base):
+    """README.md's GitHub Actions cache steps (section "In CI") and docs/cache.md's are the
+    workflow's own lines, byte for byte: one recipe, the one GitHubActions runs."""
+
+    @staticmethod
+    def yaml_blocks(path):
+        with open(path) as f:
+            return [b for b in re.findall(r"^```yaml\n(.*?)^```$", f.read(), re.S | re.M) if "actions/cache" in b]
+
+    def test_readme_and_docs_recipes_are_the_workflows_text(self):
+        with open(GITHUB) as f:
+            workflow = f.read()
+        for doc in ("README.md", os.path.join("docs", "cache.md")):
+            blocks = self.yaml_blocks(os.path.join(SRC_ROOT, doc))
+            self.assertEqual(len(blocks), 1, "%s: want one ```yaml block with actions/cache" % doc)
+            self.assertIn("hashFiles(", blocks[0], doc)
+            self.assertIn("restore-keys:", blocks[0], doc)
+            self.assertIn("--cache-dir", blocks[0], doc)
+            self.assertIn(blocks[0], workflow, "%s's GitHub Actions recipe is not the text of %s"
+                          % (doc, os.path.relpath(GITHUB, SRC_ROOT)))
+
+
 # ----------------------------------------------------------------------------
 # GitLab CI
 # ----------------------------------------------------------------------------
