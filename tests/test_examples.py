@@ -434,10 +434,17 @@ class ImageBuild(Base):
         self.podman("build", "--pull=never", "--isolation", "chroot", "--network", "host",
                     "-f", DOCKERFILE, "--build-arg", "PRECOMPRESS_SRC=.", "--build-arg", "STATIC_SRC=fixtures/site",
                     "-t", self.IMAGE, SRC_ROOT, timeout=1500)
-        cid = self.podman("create", self.IMAGE).split()[-1]
-        self.addCleanup(self.podman, "rm", "-f", cid, check=False)
-        root = self.podman("mount", cid).split()[-1]
-        self.addCleanup(self.podman, "umount", cid, check=False)
+        # The build stage (its layers are cached by now): the sources it got hold no build
+        # directory and no .git (.dockerignore), whatever the checkout has.
+        self.podman("build", "--pull=never", "--isolation", "chroot", "--network", "host", "--target", "build",
+                    "-f", DOCKERFILE, "--build-arg", "PRECOMPRESS_SRC=.", "--build-arg", "STATIC_SRC=fixtures/site",
+                    "-t", self.IMAGE + "-build", SRC_ROOT, timeout=600)
+        src = os.path.join(self.mount(self.IMAGE + "-build"), "src")
+        self.assertTrue(os.path.isfile(os.path.join(src, "meson.build")), os.listdir(src))
+        left = [n for n in os.listdir(src) if n.startswith("build") or n == ".git"]
+        self.assertEqual(left, [], "the build context kept these (.dockerignore)")
+
+        root = self.mount(self.IMAGE)
 
         # What the image holds: the tree with the oracle's outputs, no manifest in the web
         # root, the context's build directories and .git left out (.dockerignore).
@@ -485,6 +492,14 @@ class ImageBuild(Base):
         with open(os.path.join(html, "index.html.br"), "rb") as f:
             self.assertEqual(body, f.read())
 
+    def mount(self, image):
+        """The root file system of a new container of image (removed at cleanup)."""
+        cid = self.podman("create", image, "true").split()[-1]  # a command: the base has none
+        self.addCleanup(self.podman, "rm", "-f", cid, check=False)
+        root = self.podman("mount", cid).split()[-1]
+        self.addCleanup(self.podman, "umount", cid, check=False)
+        return root
+
     def stop(self, srv):
         import signal
         try:
@@ -494,7 +509,7 @@ class ImageBuild(Base):
         srv.wait()
 
     def remove_new_images(self, before):
-        self.podman("rmi", "-f", self.IMAGE, check=False)
+        self.podman("rmi", "-f", self.IMAGE, self.IMAGE + "-build", check=False)
         for i in sorted(self.images() - before):
             self.podman("rmi", "-f", i, check=False)
 
