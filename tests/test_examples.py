@@ -7,7 +7,8 @@ copy of fixtures/site standing for the site's build output. The test adapts to t
 never the reverse:
 
 - Steps that install Debian packages (apt-get) are not run (root, network); their package list
-  must be exactly the build part of .ci/deps.
+  must be exactly the build group of .ci/deps (`.ci/deps build`), but in the Dockerfile's last
+  stage, which installs Debian's nginx and its brotli_static module (part of `.ci/deps test`).
 - Steps that build precompress (meson setup, ninja, meson install) are not run in the CI
   recipes: a directory holding the program under test (env PRECOMPRESS) comes first on PATH
   instead. The Dockerfile's build stage is run for real by DockerBuildStage (a -Dstatic=true
@@ -35,6 +36,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import unittest
 
 from pctest import (PROGRAM, SITE, SUMMARY_RE, PCTestCase, classify, expected_outputs, fsb, main,
                     walk_all)
@@ -59,22 +61,13 @@ COMPRESSED_RE = re.compile(r"(\d+) compressed")
 # ----------------------------------------------------------------------------
 
 def ci_build_packages():
-    """The packages of the `# build` part of .ci/deps's list."""
+    """The packages of .ci/deps's build group (`build=(...)`), comments left out."""
     with open(os.path.join(SRC_ROOT, ".ci", "deps")) as f:
         text = f.read()
-    body = re.search(r"^packages=\((.*?)^\)", text, re.S | re.M).group(1)
-    # The first line of each comment block names the part: "# build", "# tests: ...".
-    section, pkgs, in_comment = None, [], False
+    body = re.search(r"^build=\((.*?)^\)", text, re.S | re.M).group(1)
+    pkgs = []
     for line in body.splitlines():
-        line = line.strip()
-        if line.startswith("#"):
-            if not in_comment:
-                section = line[1:].strip().split(" ", 1)[0].rstrip(":")
-            in_comment = True
-        elif line:
-            in_comment = False
-            if section == "build":
-                pkgs += line.split()
+        pkgs += line.split("#", 1)[0].split()
     return sorted(pkgs)
 
 
@@ -91,6 +84,17 @@ def apt_install_packages(cmd):
                 j += 1
             return sorted(pkgs)
     return None
+
+
+# What the Dockerfile's last stage installs: Debian's nginx with brotli_static.
+SERVE_PACKAGES = ["libnginx-mod-http-brotli-static", "nginx"]
+
+
+def readme_nginx_lines():
+    """The directives of README.md's nginx snippet (comments left out)."""
+    with open(os.path.join(SRC_ROOT, "README.md")) as f:
+        block = re.search(r"^```nginx\n(.*?)^```$", f.read(), re.S | re.M).group(1)
+    return [l.strip() for l in block.splitlines() if l.strip() and not l.strip().startswith("#")]
 
 
 def kind(cmd):
@@ -140,7 +144,7 @@ class Base(PCTestCase):
         pkgs = apt_install_packages(cmd)
         self.assertIsNotNone(pkgs, "%s: no apt-get install in %r" % (where, cmd))
         self.assertEqual(pkgs, ci_build_packages(),
-                         "%s installs other packages than the build part of .ci/deps" % where)
+                         "%s installs other packages than `.ci/deps build`" % where)
 
     def assertSiteCompressed(self, root, extra=()):
         """root holds fixtures/site plus exactly the oracle's outputs (and extra)."""
@@ -213,9 +217,12 @@ class Stage:
         self.args, self.env = {}, {}
         for d in ("usr/local/bin", "tmp", "root", "etc"):
             os.makedirs(os.path.join(root, d), exist_ok=True)
-        if image.startswith("nginx:"):  # what the image has that the recipe writes into
-            for d in ("etc/nginx/conf.d", "usr/share/nginx/html"):
-                os.makedirs(os.path.join(root, d), exist_ok=True)
+
+    def installed(self, pkgs):
+        """What a (skipped) apt-get install would have made that later steps write into."""
+        if "nginx" in pkgs:
+            for d in ("etc/nginx/conf.d", "var/www/html"):
+                os.makedirs(os.path.join(self.root, d), exist_ok=True)
 
     def host(self, p):
         p = os.path.join(self.workdir, p) if not p.startswith("/") else p
@@ -281,11 +288,19 @@ class DockerBase(Base):
                 k = kind(rest)
                 log.append((st.name, k, rest))
                 if k == "apt":
-                    self.assertAptMatchesCiDeps(rest, "Dockerfile stage %s" % st.name)
+                    if st.name == "build":
+                        self.assertAptMatchesCiDeps(rest, "Dockerfile stage %s" % st.name)
+                    else:
+                        self.assertEqual(apt_install_packages(rest), SERVE_PACKAGES, rest)
+                        st.installed(apt_install_packages(rest))
                     continue
                 if k == "build":
                     self.assertEqual(st.name, "build", rest)
                     self.assertIn("-Dstatic=true", rest)
+                    # A build directory outside the sources: a build/ copied in with them
+                    # cannot be mistaken for it.
+                    builddir = shlex.split(rest)[shlex.split(rest).index("setup") + 1]
+                    self.assertTrue(builddir.startswith("/") and not builddir.startswith("/src"), rest)
                     if not build:
                         continue
                 env = dict(self.env)
@@ -299,6 +314,8 @@ class DockerBase(Base):
                 cwd = st.host(st.workdir)
                 out, err = self.bash(st.map_paths(rest), cwd, env, shell=("/bin/sh",))
                 log[-1] += (err if k == "run" else out + err,)
+            elif instr in ("EXPOSE", "CMD"):
+                st.env["#" + instr] = rest
             else:
                 self.fail("instruction %s is not known to this test: %s %s" % (instr, instr, rest))
         self.assertIn("build", stages)
@@ -317,17 +334,20 @@ class DockerBase(Base):
         self.assertRegex(first[0], r"^precompress: \d+ files, [1-9]\d* compressed")
         self.assertIn("--check", runs[1][2])
         self.assertRegex(second[0], r"^precompress: dry run: .* \d+ unchanged", "--check should find all unchanged")
+        # The manifest is beside the web root, not in it.
         site = static.host("/srv/static")
-        self.assertSiteCompressed(site, extra=[b"precompress.json"])
-        # The last stage serves what the static stage made, with gzip_static on.
+        self.assertSiteCompressed(site)
+        self.assertTrue(os.path.isfile(static.host("/srv/precompress.json")))
+        # The last stage serves what the static stage made, with README.md's nginx snippet.
         last = [s for n, s in stages.items() if n not in ("build", "static")]
         self.assertEqual(len(last), 1)
-        html = last[0].host("/usr/share/nginx/html")
-        self.assertSiteCompressed(html, extra=[b"precompress.json"])
+        html = last[0].host("/var/www/html")
+        self.assertSiteCompressed(html)
         conf = [os.path.join(dp, f) for dp, _, fs in os.walk(last[0].host("/etc/nginx/conf.d")) for f in fs]
         self.assertEqual(len(conf), 1, conf)
         with open(conf[0]) as f:
-            self.assertIn("gzip_static on;", f.read())
+            self.assertEqual(f.read().split("\n"), readme_nginx_lines() + [""])
+        self.assertIn("daemon off", last[0].env.get("#CMD", ""))
         return prog
 
 
@@ -355,6 +375,143 @@ class DockerBuildStage(DockerBase):
             for line in out.splitlines():
                 if "warning:" in line:
                     print("static link: " + line.strip())
+
+
+@unittest.skipUnless(os.environ.get("PC_SLOW") == "1", "suite 'slow' only (PC_SLOW=1)")
+class ImageBuild(Base):
+    """The Dockerfile built for real by podman (slow suite: about three minutes), then the
+    image's own nginx serving a .br.
+
+    No image registry is needed: when there is no debian:12 image, one is made with debootstrap
+    from Debian's mirror and `podman import`ed under the names the Dockerfile asks for
+    (debian:12, debian:12-slim); apt-get inside the build reaches the same mirror. In a
+    container (this CI), podman needs `--isolation chroot` (crun refuses cgroups in hybrid
+    mode) and `--network host`, and `podman run` cannot set its rlimits: the built image is
+    mounted (`podman create` + `podman mount`) and its nginx run with chroot, listening on a
+    free port. Every image, container and tag the test made is removed afterwards."""
+
+    IMAGE = "localhost/precompress-example-test:%d" % os.getpid()
+
+    def podman(self, *args, timeout=900, check=True):
+        p = subprocess.run(["podman"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, timeout=timeout)
+        out = p.stdout.decode(errors="replace")
+        if check:
+            self.assertEqual(p.returncode, 0, "podman %s:\n%s" % (" ".join(args), out[-6000:]))
+        return out
+
+    def images(self):
+        return set(self.podman("images", "-q", "--no-trunc").split())
+
+    def base_image(self):
+        """docker.io/library/debian:12 and :12-slim, made by debootstrap when missing."""
+        have = set(self.podman("images", "--format", "{{.Repository}}:{{.Tag}}").split())
+        if {"docker.io/library/debian:12", "docker.io/library/debian:12-slim"} <= have:
+            return
+        rootfs = self.path("rootfs")
+        p = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", rootfs, "http://deb.debian.org/debian"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout.decode(errors="replace")[-4000:])
+        shutil.rmtree(os.path.join(rootfs, "var/cache/apt/archives"), ignore_errors=True)
+        tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(["podman", "import", "-", "docker.io/library/debian:12"], stdin=tar.stdout,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+        tar.stdout.close()
+        self.assertEqual(tar.wait(), 0)
+        self.assertEqual(imp.returncode, 0, imp.stdout)
+        self.podman("tag", "docker.io/library/debian:12", "docker.io/library/debian:12-slim")
+        shutil.rmtree(rootfs, ignore_errors=True)
+
+    def test_podman_builds_the_image_and_its_nginx_serves_br(self):
+        for tool in ("podman", "debootstrap", "chroot"):
+            if shutil.which(tool) is None:
+                self.skipTest("%s is missing (apt-get install podman debootstrap)" % tool)
+        if os.geteuid() != 0:
+            self.skipTest("needs root (debootstrap, podman mount)")
+        before = self.images()
+        self.base_image()
+        self.addCleanup(self.remove_new_images, before)
+        self.podman("build", "--pull=never", "--isolation", "chroot", "--network", "host",
+                    "-f", DOCKERFILE, "--build-arg", "PRECOMPRESS_SRC=.", "--build-arg", "STATIC_SRC=fixtures/site",
+                    "-t", self.IMAGE, SRC_ROOT, timeout=1500)
+        # The build stage (its layers are cached by now): the sources it got hold no build
+        # directory and no .git (.dockerignore), whatever the checkout has.
+        self.podman("build", "--pull=never", "--isolation", "chroot", "--network", "host", "--target", "build",
+                    "-f", DOCKERFILE, "--build-arg", "PRECOMPRESS_SRC=.", "--build-arg", "STATIC_SRC=fixtures/site",
+                    "-t", self.IMAGE + "-build", SRC_ROOT, timeout=600)
+        src = os.path.join(self.mount(self.IMAGE + "-build"), "src")
+        self.assertTrue(os.path.isfile(os.path.join(src, "meson.build")), os.listdir(src))
+        left = [n for n in os.listdir(src) if n.startswith("build") or n == ".git"]
+        self.assertEqual(left, [], "the build context kept these (.dockerignore)")
+
+        root = self.mount(self.IMAGE)
+
+        # What the image holds: the tree with the oracle's outputs, no manifest in the web
+        # root, the context's build directories and .git left out (.dockerignore).
+        html = os.path.join(root, "var/www/html")
+        self.assertSiteCompressed(html)
+        with open(os.path.join(root, "etc/nginx/conf.d/precompress.conf")) as f:
+            self.assertEqual(f.read().split("\n"), readme_nginx_lines() + [""])
+
+        # Its nginx, on a free port, sends index.html.br to a client that accepts br.
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        # sites-enabled/default is an absolute symlink: read its target inside the image,
+        # and put a file of our own in its place (never the host's /etc/nginx).
+        site = os.path.join(root, "etc/nginx/sites-enabled/default")
+        with open(os.path.join(root, "etc/nginx/sites-available/default")) as f:
+            conf = f.read()
+        os.unlink(site)
+        with open(site, "w") as f:
+            f.write(re.sub(r"listen\s+(\[::\]:)?80 default_server;", lambda m: "" if m.group(1) else
+                           "listen 127.0.0.1:%d default_server;" % port, conf))
+        srv = subprocess.Popen(["chroot", root, "nginx", "-g", "daemon off;"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+        self.addCleanup(self.stop, srv)
+        import http.client
+        import time
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                c.putrequest("GET", "/index.html", skip_accept_encoding=True)
+                c.putheader("Accept-Encoding", "br")
+                c.endheaders()
+                r = c.getresponse()
+                body = r.read()
+                break
+            except OSError:
+                self.assertIsNone(srv.poll(), "the image's nginx exited: %r" % srv.stdout.read())
+                self.assertLess(time.monotonic(), deadline, "the image's nginx does not answer")
+                time.sleep(0.2)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.getheader("Content-Encoding"), "br")
+        self.assertIn("Accept-Encoding", r.getheader("Vary") or "")
+        with open(os.path.join(html, "index.html.br"), "rb") as f:
+            self.assertEqual(body, f.read())
+
+    def mount(self, image):
+        """The root file system of a new container of image (removed at cleanup)."""
+        cid = self.podman("create", image, "true").split()[-1]  # a command: the base has none
+        self.addCleanup(self.podman, "rm", "-f", cid, check=False)
+        root = self.podman("mount", cid).split()[-1]
+        self.addCleanup(self.podman, "umount", cid, check=False)
+        return root
+
+    def stop(self, srv):
+        import signal
+        try:
+            os.killpg(srv.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        srv.wait()
+
+    def remove_new_images(self, before):
+        self.podman("rmi", "-f", self.IMAGE, self.IMAGE + "-build", check=False)
+        for i in sorted(self.images() - before):
+            self.podman("rmi", "-f", i, check=False)
 
 
 # ----------------------------------------------------------------------------
@@ -429,6 +586,28 @@ class GitHubActions(Base):
             s = summaries(errs["Check the outputs"])
             self.assertEqual(len(s), 1, errs)
             self.assertTrue(s[0].startswith("precompress: dry run: "), s)
+
+
+class OneGitHubRecipe(Base):
+    """README.md's GitHub Actions cache steps (section "In CI") and docs/cache.md's are the
+    workflow's own lines, byte for byte: one recipe, the one GitHubActions runs."""
+
+    @staticmethod
+    def yaml_blocks(path):
+        with open(path) as f:
+            return [b for b in re.findall(r"^```yaml\n(.*?)^```$", f.read(), re.S | re.M) if "actions/cache" in b]
+
+    def test_readme_and_docs_recipes_are_the_workflows_text(self):
+        with open(GITHUB) as f:
+            workflow = f.read()
+        for doc in ("README.md", os.path.join("docs", "cache.md")):
+            blocks = self.yaml_blocks(os.path.join(SRC_ROOT, doc))
+            self.assertEqual(len(blocks), 1, "%s: want one ```yaml block with actions/cache" % doc)
+            self.assertIn("hashFiles(", blocks[0], doc)
+            self.assertIn("restore-keys:", blocks[0], doc)
+            self.assertIn("--cache-dir", blocks[0], doc)
+            self.assertIn(blocks[0], workflow, "%s's GitHub Actions recipe is not the text of %s"
+                          % (doc, os.path.relpath(GITHUB, SRC_ROOT)))
 
 
 # ----------------------------------------------------------------------------

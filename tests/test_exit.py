@@ -63,6 +63,39 @@ class Usage(PCTestCase):
         self.assertIn("precompress: %s: No such file or directory" % missing, r.err_lines)
         self.assertEqual(listing(root), before, "exit 2 must come before any work")
 
+    def test_whitenoise_positional_extensions_get_a_hint(self):
+        # `python -m whitenoise.compress DIR jpg png`: the trailing words are its skip list.
+        # Here they are PATHs: exit 2 before any work, each named, then one line naming
+        # --skip-ext with the words that look like extensions (not no/such.js, not a dir).
+        root = self.copy_site()
+        before = listing(root)
+        hint = ("precompress: hint: every argument but the options is a PATH; to skip extensions "
+                "as 'python -m whitenoise.compress DIR EXT...' does, use --skip-ext %s")
+        cases = [
+            (["site", "jpg", "png"], "jpg,png"),
+            (["--no-brotli", "site", "woff2", "no/such.js", "MP4"], "woff2,MP4"),
+            (["-q", "site", "jpg", "css"], "jpg,css"),
+        ]
+        os.mkdir(self.path("cwd"))
+        os.symlink(root, self.path("cwd", "site"))
+        for args, exts in cases:
+            with self.subTest(args=args):
+                r = run(args, timeout=30, cwd=self.path("cwd"))
+                self.assertEqual(r.rc, 2, r)
+                for a in args[args.index("site") + 1:]:
+                    self.assertIn("precompress: %s: No such file or directory" % a, r.err_lines)
+                self.assertEqual(r.err_lines[-1], hint % exts, r)
+                self.assertEqual(r.out, "")
+                self.assertEqual(listing(root), before, "exit 2 must come before any work")
+        # An existing PATH that looks like an extension is a PATH; a missing one that does
+        # not look like one (a dot, a slash, too long) gets no hint.
+        os.mkdir(self.path("cwd", "js"))
+        for args in (["js"], ["site", "app.js"], ["site", "a/b"], ["site", "abcdefghijk"]):
+            with self.subTest(args=args):
+                r = run(args, timeout=30, cwd=self.path("cwd"))
+                self.assertFalse(any("hint:" in l for l in r.err_lines), r)
+                self.assertEqual(r.rc, 0 if args == ["js"] else 2, r)
+
     def test_ok_exits_0(self):
         root = self.copy_site()
         r = run([root])

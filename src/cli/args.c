@@ -645,6 +645,18 @@ static cli_status_t finish(parser_t *p) {
   return CLI_OK;
 }
 
+int cli_looks_like_ext(const char *path) {
+  size_t n = 0;
+
+  for (; path[n] != '\0'; n++) {
+    char c = path[n];
+    if (n == 10 || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                     (c >= '0' && c <= '9')))
+      return 0;
+  }
+  return n > 0;
+}
+
 cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv) {
   parser_t p;
   cli_status_t status = CLI_OK;

@@ -76,4 +76,10 @@ int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den);
  */
 int cli_parse_size(const char *s, uint64_t *out);
 
+/* Whether a PATH that does not exist looks like a file extension (1 to 10
+ * ASCII letters or digits: no slash, no dot), as the positional arguments of
+ * `python -m whitenoise.compress ROOT jpg png` are. Returns 1 or 0.
+ */
+int cli_looks_like_ext(const char *path);
+
 #endif /* PC_CLI_ARGS_H */

@@ -210,19 +210,38 @@ static void print_help(FILE *f) {
 }
 
 /* Every PATH must exist before any work starts, so that a typo does not
- * leave a half-done run behind. All missing ones are named.
+ * leave a half-done run behind. All missing ones are named. Missing ones
+ * that look like extensions are whitenoise's positional skip list
+ * (`python -m whitenoise.compress DIR jpg png`): one more line says where
+ * they go here.
  */
 static int check_paths(const cli_args_t *args) {
   struct stat st;
   size_t i;
   int bad = 0;
+  char exts[128];
+  size_t used = 0;
 
+  exts[0] = '\0';
   for (i = 0; i < args->opts.npaths; i++) {
-    if (stat(args->opts.paths[i], &st) != 0) {
-      cli_report_name_msg(NULL, args->opts.paths[i], "%s", strerror(errno));
-      bad = 1;
+    const char *path = args->opts.paths[i];
+    size_t n = strlen(path);
+    int err;
+    if (stat(path, &st) == 0)
+      continue;
+    err = errno;
+    cli_report_name_msg(NULL, path, "%s", strerror(err));
+    bad = 1;
+    if (err == ENOENT && cli_looks_like_ext(path) &&
+        used + n + 2 <= sizeof(exts)) {
+      used += (size_t) snprintf(exts + used, sizeof(exts) - used, "%s%s",
+                                used ? "," : "", path);
     }
   }
+  if (used > 0)
+    cli_report_msg(NULL, "hint: every argument but the options is a PATH; "
+                   "to skip extensions as 'python -m whitenoise.compress "
+                   "DIR EXT...' does, use --skip-ext %s", exts);
   return bad;
 }
 
