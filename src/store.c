@@ -168,13 +168,57 @@ static int check_private(const struct stat *st) {
   return 0;
 }
 
-static int check_dir(const char *dir) {
+/* Checks DIR and every directory above it, and gives its canonical name
+ * (owned, in *canon), the one SQLite is then handed. SQLite opens by name,
+ * so what must not change between this check and its open is every
+ * component of that name: each directory from the root down must be root's
+ * or ours and writable by no one else, unless sticky (/tmp: then no one
+ * else may rename or remove what is ours in it). DIR itself must be ours
+ * and private. The user may name DIR through a symlink: it is resolved
+ * here, once, and SQLite never sees it.
+ */
+/* One directory above DIR: root's or ours, and no one else may write it
+ * unless it is sticky. Not a directory: a link swapped in since realpath().
+ */
+static int check_ancestor(const char *p) {
   struct stat st;
-  if (stat(dir, &st) != 0)
+  if (lstat(p, &st) != 0)
     return PC__ERRNO();
-  if (!S_ISDIR(st.st_mode))
-    return -ENOTDIR;
-  return check_private(&st);
+  if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+      ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0))
+    return PC_EUNSAFE;
+  return 0;
+}
+
+static int check_dir(const char *dir, char **canon) {
+  struct stat st;
+  char *p;
+  size_t i;
+  int err;
+
+  *canon = NULL;
+  if ((p = realpath(dir, NULL)) == NULL)
+    return PC__ERRNO();
+  err = strcmp(p, "/") != 0 ? check_ancestor("/") : 0;
+  for (i = 1; p[i] != '\0' && err == 0; i++) {
+    if (p[i] != '/')
+      continue;
+    p[i] = '\0';
+    err = check_ancestor(p);
+    p[i] = '/';
+  }
+  if (err == 0 && lstat(p, &st) != 0)
+    err = PC__ERRNO();
+  if (err == 0)
+    err = S_ISLNK(st.st_mode)   ? PC_EUNSAFE
+          : !S_ISDIR(st.st_mode) ? -ENOTDIR
+                                 : check_private(&st);
+  if (err != 0) {
+    free(p);
+    return err;
+  }
+  *canon = p;
+  return 0;
 }
 
 /* The store and SQLite's files beside it (which it makes with the store's
@@ -713,15 +757,12 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
                       uint64_t budget) {
   pc__store_t *c = calloc(1, sizeof(*c));
   const char *v = pc_library_versions();
+  char *canon = NULL;
   int err;
 
   *out = NULL;
   if (c == NULL)
     return -ENOMEM;
-  if ((c->path = pc__path_join(dir, PC__STORE_FILE)) == NULL) {
-    free(c);
-    return -ENOMEM;
-  }
   c->read_only = read_only;
   c->budget = budget;
   c->flush_bytes = budget / 4 > 0 ? budget / 4 : 1;
@@ -731,8 +772,12 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
   uv_cond_init(&c->wake);
   uv_cond_init(&c->done);
   /* An existing DIR is judged before anything is made in it. */
-  if ((err = check_dir(dir)) == -ENOENT && !read_only)
-    err = mkdir_p(dir) == 0 ? check_dir(dir) : PC__ERRNO();
+  if ((err = check_dir(dir, &canon)) == -ENOENT && !read_only)
+    err = (err = mkdir_p(dir)) == 0 ? check_dir(dir, &canon) : err;
+  if (err == 0 &&
+      (c->path = pc__path_join(canon, PC__STORE_FILE)) == NULL)
+    err = -ENOMEM;
+  free(canon);
   if (err == 0)
     err = check_files(c->path);
   if (err != 0)

@@ -516,6 +516,48 @@ class PrivateCache(PCTestCase):
                 self.assertEqual(sorted(walk_all(root)), sorted(before), "a refused run wrote outputs")
                 self.assertEqual(os.listdir(cache), [], "a refused cache was written")
 
+    def test_a_cache_below_a_directory_others_can_write_is_refused(self):
+        """SQLite opens the store by name: whoever can write a directory above the cache
+        could rename it and put their own in its place between our check and that open.
+        So every directory above it must be root's or ours and writable by no one else,
+        unless sticky (/tmp: no one else may rename what is ours in it)."""
+        root = self.copy_site()
+        cases = (("world-writable parent", 1, lambda p: os.chmod(p, 0o777)),
+                 ("group-writable grandparent", 2, lambda p: os.chmod(p, 0o775)),
+                 ("another user's grandparent", 2, lambda p: os.chown(p, NOBODY, NOBODY)))
+        for name, up, setup in cases:
+            with self.subTest(case=name):
+                top = self.path(name.replace(" ", "-").replace("'", ""))
+                cache = os.path.join(top, "a", "cache")
+                os.makedirs(cache, mode=0o700)
+                os.chmod(top, 0o755)
+                setup(os.path.join(top, "a") if up == 1 else top)
+                before = walk_all(root)
+                r = run(["--cache-dir", cache, root])
+                self.assertEqual(r.rc, 2, r)
+                self.assertIn("precompress: %s: refusing a cache another user owns or others can write"
+                              % cache, r.err_lines, r)
+                self.assertEqual(sorted(walk_all(root)), sorted(before), "a refused run wrote outputs")
+                self.assertEqual(os.listdir(cache), [], "a refused cache was written")
+
+    def test_a_sticky_directory_above_and_a_link_to_the_cache_are_fine(self):
+        """/tmp's case: world-writable and sticky, with our own directory in it. And the
+        cache may be named through a symlink: resolved once, the store is made at its
+        target, and the link is left as it is."""
+        sticky = self.path("sticky")
+        os.makedirs(sticky)
+        os.chmod(sticky, 0o1777)
+        cache = os.path.join(sticky, "cache")
+        link = self.path("link")
+        os.symlink(cache, link)
+        for arg in (cache, link):
+            with self.subTest(cache=arg):
+                r = run(["--json", "--cache-dir", arg, self.copy_site("site-" + os.path.basename(arg))])
+                self.assertEqual(r.rc, 0, r)
+                self.assertTrue(os.path.isfile(os.path.join(cache, STORE)), os.listdir(cache))
+                self.assertTrue(os.path.islink(link))
+        self.assertGreater(json.loads(r.out)["cached"], 0, "the second run, through the link, hit")
+
     def test_a_store_others_can_write_or_own_is_refused(self):
         """The store and SQLite's files beside it are checked like the directory: another
         account's file, one others can write, or a link at one of their names is refused
