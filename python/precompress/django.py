@@ -48,9 +48,21 @@ def skip_ext_option():
     return ",".join(extensions)
 
 
-def command_lines(program, options, names):
-    """[program, options..., --, names...], split into several only when argv would overflow."""
-    budget = os.sysconf("SC_ARG_MAX") // 2 - sum(len(k) + len(v) + 10 for k, v in os.environ.items())
+def extra_args():
+    """PRECOMPRESS_ARGS, checked."""
+    args = getattr(settings, "PRECOMPRESS_ARGS", [])
+    if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
+        raise ImproperlyConfigured("PRECOMPRESS_ARGS must be a list of strings, e.g. [\"--cache-dir\", \"/var/cache/pc\"]")
+    return list(args)
+
+
+def command_lines(program, options, names, budget=None):
+    """[program, options..., --, names...], split into several only when argv would overflow.
+
+    budget: bytes the names may take in one command line (default: half of ARG_MAX less the environment).
+    """
+    if budget is None:
+        budget = os.sysconf("SC_ARG_MAX") // 2 - sum(len(k) + len(v) + 10 for k, v in os.environ.items())
     head = [program, *options, "--"]
     line, size = list(head), 0
     for name in names:
@@ -78,7 +90,7 @@ class PrecompressMixin:
         The hook whitenoise's CompressedManifestStaticFilesStorage calls with the names
         it would compress; it runs precompress once over all of them instead.
         """
-        options = ["--json-lines", "--skip-ext", skip_ext_option(), *getattr(settings, "PRECOMPRESS_ARGS", [])]
+        options = ["--json-lines", "--skip-ext", skip_ext_option(), *extra_args()]
         program = getattr(settings, "PRECOMPRESS_BINARY", None) or precompress.binary()
         root = self.path("")
         for argv in command_lines(program, options, sorted(set(names))):
@@ -106,25 +118,28 @@ class PrecompressMixin:
         collectstatic then prints "Post-processing 'STATIC_ROOT' failed!" and raises it.
         """
         try:
-            yield from super().post_process(*args, **kwargs)
+            yield from self.post_process_files(*args, **kwargs)
         except PrecompressError as e:
             yield self.path(""), None, e
 
+    def post_process_files(self, *args, **kwargs):
+        return super().post_process(*args, **kwargs)
+
 
 class CompressedManifestStaticFilesStorage(PrecompressMixin, whitenoise_storage.CompressedManifestStaticFilesStorage):
-    """whitenoise's CompressedManifestStaticFilesStorage, compressing with precompress."""
+    """whitenoise's CompressedManifestStaticFilesStorage, compressing with precompress.
+
+    whitenoise's post_process hashes, deletes what KEEP_ONLY_HASHED_FILES says,
+    then calls compress_files() with the names to compress: ours.
+    """
 
 
 class CompressedStaticFilesStorage(PrecompressMixin, whitenoise_storage.CompressedStaticFilesStorage):
     """whitenoise's CompressedStaticFilesStorage, compressing with precompress."""
 
-    def post_process_with_compression(self, files):
-        # whitenoise compresses each file as it is yielded; here the names are
-        # gathered and compressed together once every file is through.
-        names = set()
-        for name, hashed_name, processed in files:
-            yield name, hashed_name, processed
-            if not isinstance(processed, Exception):
-                names.update(filter(None, (name, hashed_name)))
-        for name, compressed_name in self.compress_files(names):
-            yield name, compressed_name, True
+    def post_process_files(self, paths, dry_run=False, **options):
+        # Django's StaticFilesStorage does no post-processing: whitenoise's
+        # compresses every collected file, as this does, in one run.
+        if not dry_run:
+            for name, compressed_name in self.compress_files(paths):
+                yield name, compressed_name, True
