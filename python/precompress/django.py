@@ -31,7 +31,7 @@ __all__ = ["CompressedManifestStaticFilesStorage", "CompressedStaticFilesStorage
 
 
 class PrecompressError(RuntimeError):
-    """precompress exited with a non-zero status."""
+    """precompress exited with a non-zero status, or could not be run."""
 
 
 def skip_ext_option():
@@ -91,7 +91,10 @@ class PrecompressMixin:
         it would compress; it runs precompress once over all of them instead.
         """
         options = ["--json-lines", "--skip-ext", skip_ext_option(), *extra_args()]
-        program = getattr(settings, "PRECOMPRESS_BINARY", None) or precompress.binary()
+        try:
+            program = getattr(settings, "PRECOMPRESS_BINARY", None) or precompress.binary()
+        except FileNotFoundError as e:
+            raise PrecompressError(str(e)) from e
         root = self.path("")
         for argv in command_lines(program, options, sorted(set(names))):
             try:
@@ -100,8 +103,9 @@ class PrecompressMixin:
             except OSError as e:
                 raise PrecompressError("precompress: cannot run %s: %s" % (program, e)) from e
             if p.returncode != 0:
-                raise PrecompressError("precompress exited with status %d:\n%s"
-                                       % (p.returncode, p.stderr.decode(errors="replace").rstrip()))
+                how = ("exited with status %d" % p.returncode if p.returncode > 0
+                       else "was killed by signal %d" % -p.returncode)
+                raise PrecompressError("precompress %s:\n%s" % (how, p.stderr.decode(errors="replace").rstrip()))
             sys.stderr.write(p.stderr.decode(errors="replace"))  # notes of a run that went well
             for line in p.stdout.splitlines():
                 record = json.loads(line)

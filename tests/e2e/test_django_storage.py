@@ -324,6 +324,15 @@ class DjangoStorage(PCTestCase):
         self.assertTrue(usage.startswith("precompress: "), usage)
         self.assertIn("PrecompressError: precompress exited with status 2:\n" + usage, err)
 
+    def test_missing_program_fails_collectstatic(self):
+        project = self.project("noprog", "PRECOMPRESS_BINARY = \"/nonexistent/precompress\"\n")
+        p = self.collectstatic(project, ok=False)
+        err = p.stderr.decode(errors="replace")
+        self.assertNotEqual(p.returncode, 0, err)
+        self.assertIn("Post-processing '%s' failed!" % os.path.join(project, "staticfiles"), err)
+        self.assertIn("PrecompressError: precompress: cannot run /nonexistent/precompress: "
+                      "[Errno 2] No such file or directory", err)
+
     def test_command_lines_split_only_past_the_budget(self):
         code = ("import json; from precompress.django import command_lines as c; names = ['n%03d' % i for i in range(100)]; "
                 "print(json.dumps([list(c('pc', ['-q'], names)), list(c('pc', ['-q'], names, budget=130)), "
