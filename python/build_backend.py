@@ -19,8 +19,12 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import tomllib
 import zipfile
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11: pyproject.toml's two strings by pattern
+    tomllib = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "python", "precompress")
@@ -30,7 +34,11 @@ SETUP_ARGS = ["--buildtype=release", "-Dstatic=true", "-Dtests=false"]
 def _project():
     """Name, version (meson.build's, the one source) and summary."""
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        project = tomllib.load(f)["project"]
+        text = f.read().decode()
+    if tomllib:
+        project = tomllib.loads(text)["project"]
+    else:
+        project = dict(re.findall(r'^(name|description) = "([^"]*)"$', text, re.M))
     with open(os.path.join(ROOT, "meson.build")) as f:
         version = re.search(r"^\s*version:\s*'([^']+)'", f.read(), re.M).group(1)
     return project["name"], version, project.get("description", "")
