@@ -1,0 +1,149 @@
+"""whitenoise's storages, compressing with one precompress run instead of Python.
+
+    STATICFILES_STORAGE = "precompress.django.CompressedManifestStaticFilesStorage"
+
+Both classes subclass whitenoise's, so hashing, WHITENOISE_KEEP_ONLY_HASHED_FILES,
+WHITENOISE_MANIFEST_STRICT and the rest behave as they do there; only the
+compression step differs: the files whitenoise would compress are handed to one
+run of the bundled program (every CPU), its skip list from
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS (unset: whitenoise's own default list), and
+post_process yields (name, name + ".gz" / ".br", True) for each output written,
+as whitenoise does. A failed run ends collectstatic with PrecompressError,
+precompress's own error lines in its message. docs/django.md has the details.
+
+Settings of this package (both optional):
+    PRECOMPRESS_ARGS    a list of further options, e.g. ["--cache-dir", "/var/cache/pc"]
+    PRECOMPRESS_BINARY  the program to run instead of the bundled one
+"""
+import json
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from whitenoise import storage as whitenoise_storage
+from whitenoise.compress import Compressor
+
+import precompress
+
+__all__ = ["CompressedManifestStaticFilesStorage", "CompressedStaticFilesStorage", "PrecompressError"]
+
+
+class PrecompressError(RuntimeError):
+    """precompress exited with a non-zero status, or could not be run."""
+
+
+def skip_ext_option():
+    """WHITENOISE_SKIP_COMPRESS_EXTENSIONS as the value of --skip-ext."""
+    extensions = getattr(settings, "WHITENOISE_SKIP_COMPRESS_EXTENSIONS", None)
+    if extensions is None:
+        extensions = Compressor.SKIP_COMPRESS_EXTENSIONS
+    if isinstance(extensions, str):  # whitenoise would take the string's letters as extensions
+        raise ImproperlyConfigured("WHITENOISE_SKIP_COMPRESS_EXTENSIONS must be a list, not a string")
+    for ext in extensions:
+        if not ext or "," in ext:
+            raise ImproperlyConfigured("WHITENOISE_SKIP_COMPRESS_EXTENSIONS: %r: precompress takes "
+                                       "extensions without commas, none empty" % (ext,))
+    return ",".join(extensions)
+
+
+def extra_args():
+    """PRECOMPRESS_ARGS, checked."""
+    args = getattr(settings, "PRECOMPRESS_ARGS", [])
+    if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
+        raise ImproperlyConfigured("PRECOMPRESS_ARGS must be a list of strings, e.g. [\"--cache-dir\", \"/var/cache/pc\"]")
+    return list(args)
+
+
+def command_lines(program, options, names, budget=None):
+    """[program, options..., --, names...], split into several only when argv would overflow.
+
+    budget: bytes the names may take in one command line (default: half of ARG_MAX less the environment).
+    """
+    if budget is None:
+        budget = os.sysconf("SC_ARG_MAX") // 2 - sum(len(k) + len(v) + 10 for k, v in os.environ.items())
+    head = [program, *options, "--"]
+    line, size = list(head), 0
+    for name in names:
+        cost = len(os.fsencode(name)) + 1 + 8  # the string, its NUL, its pointer
+        if size + cost > budget and len(line) > len(head):
+            yield line
+            line, size = list(head), 0
+        line.append(name)
+        size += cost
+    if len(line) > len(head):
+        yield line
+
+
+def file_name(record):
+    """The name (relative to the run's directory) of a --json-lines file record."""
+    root, path = (bytes.fromhex(record[k + "_hex"]) if k + "_hex" in record else os.fsencode(record[k])
+                  for k in ("root", "path"))
+    return os.fsdecode(os.path.normpath(os.path.join(root, path)))
+
+
+class PrecompressMixin:
+    def compress_files(self, names):
+        """Compress names (relative to STATIC_ROOT); yield (name, output name) for each output written.
+
+        The hook whitenoise's CompressedManifestStaticFilesStorage calls with the names
+        it would compress; it runs precompress once over all of them instead.
+        """
+        options = ["--json-lines", "--skip-ext", skip_ext_option(), *extra_args()]
+        try:
+            program = getattr(settings, "PRECOMPRESS_BINARY", None) or precompress.binary()
+        except FileNotFoundError as e:
+            raise PrecompressError(str(e)) from e
+        root = self.path("")
+        for argv in command_lines(program, options, sorted(set(names))):
+            try:
+                p = subprocess.run(argv, cwd=root, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            except OSError as e:
+                raise PrecompressError("precompress: cannot run %s: %s" % (program, e)) from e
+            if p.returncode != 0:
+                how = ("exited with status %d" % p.returncode if p.returncode > 0
+                       else "was killed by signal %d" % -p.returncode)
+                raise PrecompressError("precompress %s:\n%s" % (how, p.stderr.decode(errors="replace").rstrip()))
+            sys.stderr.write(p.stderr.decode(errors="replace"))  # notes of a run that went well
+            for line in p.stdout.splitlines():
+                record = json.loads(line)
+                if record["type"] != "file":
+                    continue
+                name = file_name(record)
+                for fmt, output in sorted(record["outputs"].items()):
+                    if output["state"] == "kept":
+                        yield name, "%s.%s" % (name, fmt)
+
+    def post_process(self, *args, **kwargs):
+        """whitenoise's, with a failed precompress run yielded as Django's post_process yields errors.
+
+        collectstatic then prints "Post-processing 'STATIC_ROOT' failed!" and raises it.
+        """
+        try:
+            yield from self.post_process_files(*args, **kwargs)
+        except PrecompressError as e:
+            yield self.path(""), None, e
+
+    def post_process_files(self, *args, **kwargs):
+        return super().post_process(*args, **kwargs)
+
+
+class CompressedManifestStaticFilesStorage(PrecompressMixin, whitenoise_storage.CompressedManifestStaticFilesStorage):
+    """whitenoise's CompressedManifestStaticFilesStorage, compressing with precompress.
+
+    whitenoise's post_process hashes, deletes what KEEP_ONLY_HASHED_FILES says,
+    then calls compress_files() with the names to compress: ours.
+    """
+
+
+class CompressedStaticFilesStorage(PrecompressMixin, whitenoise_storage.CompressedStaticFilesStorage):
+    """whitenoise's CompressedStaticFilesStorage, compressing with precompress."""
+
+    def post_process_files(self, paths, dry_run=False, **options):
+        # Django's StaticFilesStorage does no post-processing: whitenoise's
+        # compresses every collected file, as this does, in one run.
+        if not dry_run:
+            for name, compressed_name in self.compress_files(paths):
+                yield name, compressed_name, True
