@@ -10,8 +10,9 @@ import subprocess
 import time
 import unittest
 
-from pctest import (NOBODY, SUMMARY_RE, PCTestCase, PROGRAM, decode, listing, load_manifest, main, make_world_accessible,
-                    manifest_by_path, run, source_snapshot, temp_leftovers, walk_all, words_data)
+from pctest import (NOBODY, PCTestCase, PROGRAM, Result, decode, listing, load_manifest, main,
+                    make_world_accessible, manifest_by_path, run, source_snapshot, temp_leftovers, walk_all,
+                    words_data)
 
 HAVE_SETPRIV = shutil.which("setpriv") is not None
 
@@ -130,10 +131,10 @@ class AsNobody(PCTestCase):
         os.chmod(bad, 0)
         snap = source_snapshot(root)
         man = self.path("m.json")
-        r = self.run_nobody(["--manifest", man, root])
+        r = self.run_nobody(["--json", "--manifest", man, root])
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(r.error_lines(), ["precompress: %s: Permission denied" % bad], r)
-        self.assertEqual(r.summary()["failed"], 1)
+        self.assertEqual((r.summary()["failed"], r.summary()["exit"]), (1, 1), r)
         e = manifest_by_path(load_manifest(man)[0])[b"js/app.js"]
         self.assertEqual(e.get("error"), "Permission denied")
         self.assertEqual(load_manifest(man)[0]["totals"].get("failed"), 1)
@@ -176,7 +177,8 @@ class ChangedDuringRead(PCTestCase):
         big = os.path.join(root, "js", "bundle.js")
         with open(big, "wb") as f:
             f.write(words_data(int(4.5 * 1024 * 1024), seed=11))
-        p = subprocess.Popen([PROGRAM, root], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        args = ["--json", root]
+        p = subprocess.Popen([PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(0.5)
         how(big)
         try:
@@ -185,10 +187,10 @@ class ChangedDuringRead(PCTestCase):
             p.kill()
             p.communicate()
             self.fail("precompress did not finish")
-        err_lines = [l for l in err.decode("utf-8", "surrogateescape").split("\n")
-                     if l and not SUMMARY_RE.match(l)]
-        self.assertEqual(p.returncode, 1, err)
-        self.assertEqual(err_lines, ["precompress: %s: file changed while being read" % big], err)
+        r = Result(args, p.returncode, out, err)
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.error_lines(), ["precompress: %s: file changed while being read" % big], r)
+        self.assertEqual(r.summary()["failed"], 1, r)
         for ext in ("gz", "br"):
             self.assertFalse(os.path.lexists(big + "." + ext), "an output was kept for a changed source")
             self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css." + ext)))
