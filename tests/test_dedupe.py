@@ -10,7 +10,6 @@ import sys
 
 sys.dont_write_bytecode = True
 import hashlib
-import json
 import os
 import re
 import shutil

@@ -12,7 +12,6 @@ reserve terabytes of address space at start).
 import sys
 
 sys.dont_write_bytecode = True
-import json
 import os
 import random
 import re

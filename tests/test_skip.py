@@ -8,7 +8,7 @@ import os
 import socket
 import stat
 
-from pctest import (PCTestCase, REASONS, classify, load_json_strict, load_manifest, main,
+from pctest import (PCTestCase, REASONS, classify, load_manifest, main,
                     manifest_by_path, manifest_counts, parse_verbose, run, source_snapshot, walk_all)
 
 TEXT = b"body { color: red; margin: 0 auto; padding: 1rem 2rem; }\n" * 40
