@@ -43,14 +43,6 @@ OUT_EXTS = ("gz", "br", "zst")
 REASONS = ("extension", "excluded", "empty", "min-size", "special", "broken-link", "ratio")
 NOBODY = 65534
 
-SUMMARY_RE = re.compile(
-    r"^precompress: (?P<dry>dry run: )?(?P<files>\d+) files, (?P<compressed>\d+) compressed"
-    r"(?: \([^)]*\))?, (?:(?P<unchanged>\d+) unchanged, )?"
-    r"(?P<skipped>\d+) skipped(?: \((?P<reasons>[^)]*)\))?(?:, (?P<failed>\d+) failed)?"
-    r"(?:, (?P<errors>\d+) other errors?)?"
-    r"(?:, (?P<removed>\d+) removed)?"
-    r"(?:, (?P<changes>\d+) changes)?; (?P<rest>.*)$"
-)
 TEMP_RE = re.compile(rb"^\..+\.(gz|br|zst)\.[A-Za-z0-9]{6}\.tmp$")
 ANY_TMP_RE = re.compile(rb"^\..*\.tmp$")
 
@@ -340,6 +332,28 @@ def make_world_accessible(path):
 # Running the program
 # ----------------------------------------------------------------------------
 
+def _options(args):
+    """The arguments as str; all of them: a run may go through a wrapper (prlimit, taskset)
+    whose own arguments end in "--"."""
+    return [os.fsdecode(a) if isinstance(a, bytes) else str(a) for a in args]
+
+
+def json_summary_run(args):
+    """Whether a run with these arguments prints its summary as JSON on stdout."""
+    return any(a in ("--json", "--json-lines") for a in _options(args))
+
+
+def quiet_run(args):
+    """Whether a run with these arguments prints no summary (-q, alone or bundled)."""
+    return any(a == "--quiet" or re.match(r"^-[a-zA-Z]*q", a) and not a.startswith("--")
+               for a in _options(args))
+
+
+def skipped_total(j):
+    """The files skipped for any reason, from a --json summary."""
+    return sum(j["skipped"].values())
+
+
 class Result:
     def __init__(self, args, rc, out, err):
         self.args = args
@@ -360,27 +374,30 @@ class Result:
         return [l for l in lines if l.strip() != ""]
 
     def summary(self):
-        """The parsed summary line on stderr, or None."""
-        found = [SUMMARY_RE.match(l) for l in self.err_lines]
-        found = [m for m in found if m]
-        if not found:
-            return None
-        m = found[-1]
-        d = {k: int(m.group(k) or 0) for k in ("files", "compressed", "skipped", "failed", "errors", "removed",
-                                                 "changes")}
-        d["dry"] = bool(m.group("dry"))
-        d["reasons"] = {}
-        if m.group("reasons"):
-            for part in m.group("reasons").split(", "):
-                n, reason = part.split(" ", 1)
-                d["reasons"][reason] = int(n)
-        d["rest"] = m.group("rest")
-        d["line"] = m.group(0)
-        return d
+        """The run's --json summary: the JSON object on the last line of stdout (after the
+        lines of -v, when asked for too; --json-lines' last line too). Counts are read from
+        here, never from the summary line meant for people (whose format test_manifest.py's
+        SummaryLine checks alone). Fails the test when the run printed no such object."""
+        if not json_summary_run(self.args):
+            raise AssertionError("summary() needs a run with --json or --json-lines: %r" % self)
+        lines = self.out_lines
+        if not lines:
+            raise AssertionError("no --json summary on stdout: %r" % self)
+        try:
+            j = load_json_strict(lines[-1])
+        except ValueError as e:
+            raise AssertionError("the last line of stdout is not JSON (%s): %r" % (e, self)) from e
+        if not isinstance(j, dict) or "files" not in j or not isinstance(j.get("skipped"), dict):
+            raise AssertionError("the last line of stdout is not a --json summary: %r" % self)
+        return j
 
     def error_lines(self):
-        """stderr lines other than the summary line."""
-        return [l for l in self.err_lines if not SUMMARY_RE.match(l)]
+        """stderr lines of a run that prints no summary line there (--json, --json-lines or -q):
+        every one is an error or a note. Fails the test for any other run, rather than guess
+        which line is the summary."""
+        if not (json_summary_run(self.args) or quiet_run(self.args)):
+            raise AssertionError("error_lines() needs a run with --json, --json-lines or -q: %r" % self)
+        return self.err_lines
 
     def __repr__(self):
         return "<run %r rc=%s\n--- stdout\n%s--- stderr\n%s>" % (self.args, self.rc, self.out[-3000:], self.err[-3000:])

@@ -32,8 +32,8 @@ import time
 import unittest
 
 from pctest import (NOBODY, PROGRAM, PCTestCase, Result, br_oracle, decode, gz_oracle, have_zstd_build, listing,
-                    load_manifest, main, make_world_accessible, manifest_by_path, run, source_snapshot, walk_all,
-                    words_data)
+                    load_manifest, main, make_world_accessible, manifest_by_path, run, skipped_total,
+                    source_snapshot, walk_all, words_data)
 
 HAVE_SETPRIV = shutil.which("setpriv") is not None
 PATH_MAX = 4096  # with its NUL: the longest path is 4095 bytes
@@ -164,8 +164,10 @@ class Base(PCTestCase):
         self.assertEqual(got, sorted("precompress: %s: %s" % (p, c) for p, c in want), r)
 
     def popen(self, args, **kw):
-        return subprocess.Popen([PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        p = subprocess.Popen([PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, env=child_env(), **kw)
+        p.pc_args = args
+        return p
 
     def finish(self, p, timeout=120):
         try:
@@ -174,7 +176,7 @@ class Base(PCTestCase):
             p.kill()
             p.communicate()
             self.fail("precompress did not finish within %d s" % timeout)
-        return Result([], p.returncode, out, err)
+        return Result(p.pc_args, p.returncode, out, err)
 
     def race_tree(self, victim="victim.js"):
         """root/0big.txt (8 MiB: the first job, ~0.5 s of gzip -9), a victim and others."""
@@ -188,7 +190,7 @@ class Base(PCTestCase):
 
     def race(self, root, big, act, extra=()):
         """Runs -j 1 gzip-only on root; calls act() once big is open (the walk is done by then)."""
-        p = self.popen(["-j", "1", "--no-brotli"] + list(extra) + [root])
+        p = self.popen(["--json", "-j", "1", "--no-brotli"] + list(extra) + [root])
         opened = wait_open(p.pid, big)
         if opened:
             time.sleep(0.05)  # the walk of any subdirectory: microseconds
@@ -215,7 +217,7 @@ class Permissions(Nobody):
         make_world_accessible(root)
         os.chmod(bad, 0)
         snap = source_snapshot(root)
-        r = self.run_nobody([root])
+        r = self.run_nobody(["--json", root])
         self.assertEqual(r.rc, 1, r)
         self.assertErrors(r, [(bad, "Permission denied")])
         self.assertEqual(r.summary()["failed"], 1, r)
@@ -238,7 +240,7 @@ class Permissions(Nobody):
         for rel in bad:
             os.chmod(os.path.join(root, rel), 0)
         snap = source_snapshot(root)
-        r = self.run_nobody(["-j", "2", root])
+        r = self.run_nobody(["--json", "-j", "2", root])
         self.assertEqual(r.rc, 1, r)
         self.assertErrors(r, [(os.path.join(root, rel), "Permission denied") for rel in bad])
         self.assertEqual(r.summary()["failed"], len(bad), r)
@@ -258,7 +260,7 @@ class Permissions(Nobody):
         make_world_accessible(root)
         os.chmod(locked, 0)
         before = listing(locked)
-        r = self.run_nobody([root])
+        r = self.run_nobody(["--json", root])
         self.assertEqual(r.rc, 1, r)
         self.assertErrors(r, [(locked, "Permission denied")])
         self.assertProcessed(root, others)
@@ -279,7 +281,7 @@ class Permissions(Nobody):
         for n in names:
             os.chmod(os.path.join(ro, n), 0o644)
         snap = source_snapshot(root)
-        r = self.run_nobody([root])
+        r = self.run_nobody(["--json", root])
         self.assertEqual(r.rc, 1, r)
         errs = r.error_lines()
         self.assertEqual(len(errs), len(names), "one line per file: %r" % r)
@@ -420,7 +422,7 @@ class Collisions(Base):
             os.makedirs(d)
             write(os.path.join(d, "keep.png"), b"a file inside the directory in the way\n")
         snap = source_snapshot(root)
-        r = run([root])
+        r = run(["--json", root])
         self.assertEqual(r.rc, 1, r)
         self.assertErrors(r, [(js + ".gz", "output name is taken by a directory"),
                               (css + ".br", "output name is taken by a directory")])
@@ -447,7 +449,7 @@ class Links(Base):
         os.symlink("l2", os.path.join(root, "l1"))                   # link to link to link...
         os.symlink("l1", os.path.join(root, "l2"))
         man = self.path("m.json")
-        r = run(["--follow", "--manifest", man, root], timeout=30)
+        r = run(["--json", "--follow", "--manifest", man, root], timeout=30)
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.error_lines(), [], r)
         paths = [e["path"] for e in load_manifest(man)[0]["files"]]
@@ -471,7 +473,7 @@ class Links(Base):
         os.symlink(os.path.join(outside, "lib"), os.path.join(root, "sub", "lib"))
         before = listing(outside)
         man = self.path("m.json")
-        r = run(["--manifest", man, root], timeout=30)
+        r = run(["--json", "--manifest", man, root], timeout=30)
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.error_lines(), [], r)
         self.assertEqual(listing(outside), before, "something was written outside the tree")
@@ -520,8 +522,8 @@ class Special(Base):
         t = threading.Thread(target=watch)
         t.start()
         try:
-            r = run(["-v", root], timeout=10)
-            r2 = run(["-v", fifo, sock_path, os.path.join(root, "devnull.txt")], timeout=10)  # given as PATHs
+            r = run(["-v", "--json", root], timeout=10)
+            r2 = run(["-v", "--json", fifo, sock_path, os.path.join(root, "devnull.txt")], timeout=10)  # given as PATHs
         finally:
             stop.set()
             t.join()
@@ -530,9 +532,9 @@ class Special(Base):
         for s in specials:
             self.assertIn("skipped %s (special)" % s, r.out_lines)
             self.assertNoOutputs(s)
-        self.assertEqual(r.summary()["reasons"].get("special"), len(specials), r)
+        self.assertEqual(r.summary()["skipped"]["special"], len(specials), r)
         self.assertEqual(r2.rc, 0, r2)
-        self.assertEqual(r2.summary()["reasons"].get("special"), 3, r2)
+        self.assertEqual(r2.summary()["skipped"]["special"], 3, r2)
         self.assertFalse(opened, "the FIFO was opened for reading")
         self.assertProcessed(root, others)
         self.assertNoTemps(root)
@@ -553,7 +555,7 @@ class Names(Base):
         os.makedirs(os.path.join(broot, b"dir \n\xff"))
         write(os.path.join(broot, b"dir \n\xff", b"in\\side.js"), words_data(2500, seed=90))
         man = self.path("m.json")
-        r = run(["--manifest", man, root])
+        r = run(["--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.error_lines(), [], r)
         m, raw = load_manifest(man)  # strict RFC 8259
@@ -606,7 +608,7 @@ class Lengths(Base):
         self.assertEqual(len(f), 4000)
         write(f, words_data(3000, seed=70))
         zst = have_zstd_build()
-        r = run((["--zstd"] if zst else []) + [root])
+        r = run(["--json"] + (["--zstd"] if zst else []) + [root])
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.error_lines(), [], r)
         self.assertProcessed(root, [os.path.relpath(f, root)], formats=("gz", "br", "zst") if zst else ("gz", "br"))
@@ -622,7 +624,7 @@ class Lengths(Base):
             write(f, words_data(3000, seed=L))
             files[L] = f
         args = {("gz",): ["--formats", "gz"], ("gz", "br"): [], ("gz", "zst"): ["--formats", "gz,zst"]}[formats]
-        r = run(["-v"] + args + [root])
+        r = run(["-v", "--json"] + args + [root])
         self.assertGreaterEqual(r.rc, 0, "killed by a signal: %r" % r)
         self.assertIn(r.rc, (0, 1), r)
         errs = r.error_lines()
@@ -678,7 +680,7 @@ class Lengths(Base):
                 write(os.path.join(path, "f.js"), words_data(2000, seed=level))
                 want.append(os.path.relpath(os.path.join(path, "f.js"), root))
         man = self.path("m.json")
-        r = run(["--manifest", man, root], timeout=60)
+        r = run(["--json", "--manifest", man, root], timeout=60)
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.error_lines(), [], r)
         self.assertEqual(sorted(e["path"] for e in load_manifest(man)[0]["files"]), sorted(want))
@@ -730,16 +732,16 @@ class Sizes(Base):
         root = self.path("empty")
         os.makedirs(root)
         man = self.path("m.json")
-        r = run(["--manifest", man, root])
+        r = run(["--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.error_lines(), [], r)
-        self.assertEqual(r.summary()["files"], 0, r)
-        self.assertTrue(r.summary()["line"].startswith("precompress: 0 files, 0 compressed"), r)
+        s = r.summary()
+        self.assertEqual((s["files"], s["compressed"], skipped_total(s), s["failed"]), (0, 0, 0, 0), r)
         self.assertEqual(load_manifest(man)[0]["files"], [])
         self.assertEqual(os.listdir(root), [])
         for d in ("a", "a/b", "a/b/c", "d"):
             os.makedirs(os.path.join(root, d))
-        r = run([root])
+        r = run(["--json", root])
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.summary()["files"], 0, r)
         self.assertEqual(sorted(os.listdir(root)), ["a", "d"])
@@ -800,7 +802,7 @@ class DiskFull(Base):
             write(os.path.join(mnt, rel), base64.encodebytes(raw)[:size])
             files.append(rel)
         snap = source_snapshot(mnt)
-        r = run(["-j", "2", mnt], timeout=120)
+        r = run(["--json", "-j", "2", mnt], timeout=120)
         self.assertEqual(r.rc, 1, r)
         errs = r.error_lines()
         self.assertTrue(errs, "the disk never filled up: %r" % r)

@@ -11,7 +11,10 @@ never the reverse:
   stage, which installs Debian's nginx and its brotli_static module (part of `.ci/deps test`).
 - Steps that build precompress (meson setup, ninja, meson install) are not run in the CI
   recipes: a directory holding the program under test (env PRECOMPRESS) comes first on PATH
-  instead. The Dockerfile's build stage is run for real by DockerBuildStage (a -Dstatic=true
+  instead, as a `precompress` that adds --json to the recipe's arguments: the test reads each
+  run's counts from the JSON on its standard output, never from the summary line (files,
+  cache, manifest and exit status are the recipe's own; --check then lists nothing, its exit
+  status still tells). The Dockerfile's build stage is run for real by DockerBuildStage (a -Dstatic=true
   build of a copy of this source tree), and the program under test stands in for its output
   in DockerRecipe.
 - Steps that build the site (npm) are replaced by a copy of fixtures/site at dist/.
@@ -38,8 +41,8 @@ import stat
 import subprocess
 import unittest
 
-from pctest import (PROGRAM, SITE, SUMMARY_RE, PCTestCase, classify, expected_outputs, fsb, main,
-                    walk_all)
+from pctest import (PROGRAM, SITE, PCTestCase, classify, expected_outputs, fsb, load_json_strict, main,
+                    run, walk_all)
 
 try:
     import yaml
@@ -52,8 +55,6 @@ DOCKERFILE = os.path.join(EXAMPLES, "docker", "Dockerfile")
 GITHUB = os.path.join(EXAMPLES, "github-actions", "precompress.yml")
 GITLAB = os.path.join(EXAMPLES, "gitlab-ci", ".gitlab-ci.yml")
 
-CACHED_RE = re.compile(r"(\d+) compressed \((?:[^)]*?, )?(\d+) from the cache\)")
-COMPRESSED_RE = re.compile(r"(\d+) compressed")
 
 
 # ----------------------------------------------------------------------------
@@ -107,9 +108,9 @@ def kind(cmd):
     return "run"
 
 
-def summaries(err):
-    lines = (l.rsplit("\r", 1)[-1] for l in err.split("\n"))
-    return [l for l in lines if SUMMARY_RE.match(l)]
+def summaries(out):
+    """The --json summaries on a step's standard output, in order."""
+    return [load_json_strict(l) for l in out.split("\n") if l.startswith("{")]
 
 
 def copy_source_tree(dst):
@@ -131,10 +132,13 @@ def copy_source_tree(dst):
 class Base(PCTestCase):
     def setUp(self):
         super().setUp()
-        # The program under test, as `precompress` on PATH whatever its file is called.
+        # The program under test, as `precompress` on PATH whatever its file is called, with
+        # --json (see the top).
         self.bin = self.path("bin")
         os.makedirs(self.bin)
-        os.symlink(os.path.abspath(PROGRAM), os.path.join(self.bin, "precompress"))
+        with open(os.path.join(self.bin, "precompress"), "w") as f:
+            f.write('#!/bin/sh\nexec %s --json "$@"\n' % shlex.quote(os.path.abspath(PROGRAM)))
+        os.chmod(os.path.join(self.bin, "precompress"), 0o755)
         self.env = dict(os.environ)
         for k in ("PRECOMPRESS_CACHE_DIR", "UV_THREADPOOL_SIZE", "NO_COLOR"):
             self.env.pop(k, None)
@@ -170,16 +174,14 @@ class Base(PCTestCase):
         return out, err
 
     def assertColdThenWarm(self, first, second, n_outputs_files):
-        """first/second: the summary lines of the compressing step of two runs."""
+        """first/second: the --json summaries of the compressing step of two runs."""
         self.assertEqual(len(first), 1, first)
         self.assertEqual(len(second), 1, second)
-        m = COMPRESSED_RE.search(first[0])
-        self.assertTrue(m and int(m.group(1)) > 0, first[0])
-        self.assertNotIn("from the cache", first[0], "the first run found a cache: %s" % first[0])
-        m = CACHED_RE.search(second[0])
-        self.assertIsNotNone(m, "second run did not take outputs from the cache: %s" % second[0])
-        self.assertEqual(m.group(1), m.group(2), "not every compressed file came from the cache: %s" % second[0])
-        self.assertEqual(int(m.group(1)), n_outputs_files, second[0])
+        first, second = first[0], second[0]
+        self.assertEqual((first["compressed"], first["cached"]), (n_outputs_files, 0),
+                         "the first run compressed every file, with no cache: %s" % first)
+        self.assertEqual((second["compressed"], second["cached"]), (n_outputs_files, n_outputs_files),
+                         "the second run took every file's outputs from the cache: %s" % second)
 
     def compressed_files(self):
         return len({rel for rel, c in classify(SITE).items() if c["skip"] is None})
@@ -329,15 +331,19 @@ class DockerBase(Base):
         self.assertTrue(os.access(prog, os.X_OK), "the static stage has no /usr/local/bin/precompress")
         runs = [l for l in log if l[0] == "static" and l[1] == "run"]
         self.assertEqual(len(runs), 2, runs)
-        first, second = summaries(runs[0][3]), summaries(runs[1][3])
-        self.assertEqual(len(first), 1, runs[0])
-        self.assertRegex(first[0], r"^precompress: \d+ files, [1-9]\d* compressed")
-        self.assertIn("--check", runs[1][2])
-        self.assertRegex(second[0], r"^precompress: dry run: .* \d+ unchanged", "--check should find all unchanged")
+        self.assertIn("--check", runs[1][2])  # it passed: the step exits 1 else
         # The manifest is beside the web root, not in it.
         site = static.host("/srv/static")
         self.assertSiteCompressed(site)
-        self.assertTrue(os.path.isfile(static.host("/srv/precompress.json")))
+        man = static.host("/srv/precompress.json")
+        self.assertTrue(os.path.isfile(man))
+        # The stage's manifest makes every file it compressed (or found not worth it) unchanged
+        # to that --check.
+        r = run(["--json", "--check", "--manifest", man, site])
+        self.assertEqual(r.rc, 0, r)
+        s = r.summary()
+        read_before = sum(1 for c in classify(SITE).values() if c["skip"] in (None, "ratio"))
+        self.assertEqual((s["changes"], s["compressed"], s["unchanged"]), (0, 0, read_before), r)
         # The last stage serves what the static stage made, with README.md's nginx snippet.
         last = [s for n, s in stages.items() if n not in ("build", "static")]
         self.assertEqual(len(last), 1)
@@ -538,7 +544,7 @@ class GitHubActions(Base):
         env.update({"HOME": home, "GITHUB_WORKSPACE": work, "RUNNER_TEMP": temp, "RUNNER_OS": "Linux",
                     "CI": "true", "GITHUB_ACTIONS": "true",
                     "GITHUB_PATH": os.path.join(temp, "path"), "GITHUB_ENV": os.path.join(temp, "env")})
-        saves, errs = [], {}
+        saves, outs = [], {}
         for step in job["steps"]:
             name = step.get("name") or step.get("uses")
             if "uses" in step:
@@ -565,27 +571,27 @@ class GitHubActions(Base):
             elif k == "site":
                 shutil.copytree(SITE, os.path.join(work, "dist"), symlinks=True)
             else:
-                errs[name] = self.bash(script, work, env)[1]
+                outs[name] = self.bash(script, work, env)[0]
         for path in saves:  # the post step of actions/cache
             self.assertTrue(os.path.isdir(path), "nothing at the cached path %s" % path)
             shutil.rmtree(self.store, ignore_errors=True)
             shutil.copytree(path, self.store)
-        return work, errs
+        return work, outs
 
     def test_workflow_runs_twice_the_second_from_the_cache(self):
-        work1, errs1 = self.run_job(1)
+        work1, outs1 = self.run_job(1)
         n = self.assertSiteCompressed(os.path.join(work1, "dist"))
         self.assertGreater(n, 0)
-        self.assertEqual(sorted(errs1), ["Check the outputs", "Precompress"])
+        self.assertEqual(sorted(outs1), ["Check the outputs", "Precompress"])
         self.assertTrue(os.path.isfile(os.path.join(work1, "precompress.json")))
-        work2, errs2 = self.run_job(2)
+        work2, outs2 = self.run_job(2)
         self.assertSiteCompressed(os.path.join(work2, "dist"))
-        self.assertColdThenWarm(summaries(errs1["Precompress"]), summaries(errs2["Precompress"]),
+        self.assertColdThenWarm(summaries(outs1["Precompress"]), summaries(outs2["Precompress"]),
                                 self.compressed_files())
-        for errs in (errs1, errs2):
-            s = summaries(errs["Check the outputs"])
-            self.assertEqual(len(s), 1, errs)
-            self.assertTrue(s[0].startswith("precompress: dry run: "), s)
+        for outs in (outs1, outs2):
+            s = summaries(outs["Check the outputs"])
+            self.assertEqual(len(s), 1, outs)
+            self.assertEqual((s[0]["dry_run"], s[0]["changes"], s[0]["exit"]), (True, 0, 0), s)
 
 
 class OneGitHubRecipe(Base):
@@ -667,12 +673,12 @@ class GitLabCI(Base):
             else:
                 lines.append(line)
         self.assertEqual(len(lines), 3, lines)
-        _, err = self.bash("\n".join(lines), project, env)
+        out, _ = self.bash("\n".join(lines), project, env)
         self.assertTrue(os.path.isdir(cache_dir), "no cache written at %s" % cache_dir)
         shutil.rmtree(self.store, ignore_errors=True)
         shutil.copytree(cache_dir, self.store)
         self.assertEqual(job["artifacts"]["paths"], ["dist/"])
-        return project, summaries(err)
+        return project, summaries(out)
 
     def test_pipeline_runs_twice_the_second_from_the_cache(self):
         p1, s1 = self.run_pipeline(1)
@@ -683,7 +689,7 @@ class GitLabCI(Base):
         self.assertEqual(len(s2), 2, s2)
         self.assertColdThenWarm(s1[:1], s2[:1], self.compressed_files())
         for s in (s1, s2):
-            self.assertTrue(s[1].startswith("precompress: dry run: "), s)
+            self.assertEqual((s[1]["dry_run"], s[1]["changes"], s[1]["exit"]), (True, 0, 0), s)
 
 
 class Recipes(Base):

@@ -4,16 +4,29 @@ import sys
 
 sys.dont_write_bytecode = True
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 import unittest
 
-from pctest import (NOBODY, SUMMARY_RE, PCTestCase, PROGRAM, decode, listing, load_manifest, main, make_world_accessible,
-                    manifest_by_path, run, source_snapshot, temp_leftovers, walk_all, words_data)
+from pctest import (HERE, NOBODY, PCTestCase, PROGRAM, Result, decode, listing, load_manifest, main,
+                    make_world_accessible, manifest_by_path, run, source_snapshot, temp_leftovers, walk_all,
+                    words_data)
 
 HAVE_SETPRIV = shutil.which("setpriv") is not None
+MAN = os.path.join(os.path.dirname(HERE), "man")
+
+
+def option_reference():
+    """man/options.md, the one source of --help, the man page and README's table, read by
+    man/gen_options.py's own parser (imported from its file, as tests/unit/check_docs.py does)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gen_options", os.path.join(MAN, "gen_options.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen.parse(os.path.join(MAN, "options.md"))
 
 
 class Usage(PCTestCase):
@@ -104,13 +117,33 @@ class Usage(PCTestCase):
         r = run(["--version"])
         self.assertEqual(r.rc, 0, r)
         self.assertRegex(r.out, r"^precompress \d+\.\d+\.\d+ \(zlib [^,]+, brotli [^,]+, libuv [^,)]+(, zstd [^)]+)?\)\n$")
+
+    def test_help_lists_every_option_of_the_reference(self):
+        """The options are those of man/options.md (read by gen_options.py's own parser), not a
+        list kept here: each has its line in --help (short name, long name, meta-variable and
+        the start of its text) under its group's heading, and --help lists no other."""
+        ref = option_reference()
+        opts = ref.options()
+        self.assertGreaterEqual(len(opts), 30, "man/options.md: too few options read: %d" % len(opts))
         r = run(["--help"])
         self.assertEqual(r.rc, 0, r)
-        for opt in ("--no-gzip", "--no-brotli", "--zstd", "--formats", "--gzip-level", "--brotli-quality",
-                    "--zstd-level", "--max-ratio", "--min-size", "--skip-ext", "--include", "--exclude",
-                    "--follow", "--jobs", "--manifest", "--dry-run", "--check", "--quiet", "--verbose",
-                    "--progress", "--json", "--help", "--version"):
-            self.assertIn(opt, r.out, "--help does not mention " + opt)
+        self.assertEqual(r.err, "", r)
+        lines = r.out.split("\n")
+        heads = []
+        for g in ref.groups:
+            self.assertIn(g.name + ":", lines, "--help has no heading for the group %r" % g.name)
+            heads.append(lines.index(g.name + ":"))
+        self.assertEqual(heads, sorted(heads), "--help's groups are not in the reference's order")
+        for g, start, end in zip(ref.groups, heads, heads[1:] + [len(lines)]):
+            for o in g.options:
+                tag = "  " + ("%s, " % o.short if o.short else "    ") + o.long + (" " + o.metavar if o.metavar else "")
+                mine = [i for i, l in enumerate(lines) if l == tag or l.startswith(tag + "  ")]
+                with self.subTest(option=o.long):
+                    self.assertEqual(len(mine), 1, "--help has not one line %r:\n%s" % (tag, r.out))
+                    self.assertTrue(start < mine[0] < end, "%s is not under %r in --help" % (o.long, g.name))
+                    self.assertIn(o.help[0].split("{")[0].strip(), lines[mine[0]], o.long)
+        listed = [m.group(1) for m in (re.match(r"^  (?:-[A-Za-z], |    )(--[a-z][a-z-]*)", l) for l in lines) if m]
+        self.assertEqual(sorted(listed), sorted(o.long for o in opts), "--help's options and the reference's")
         for ext in ("woff2", "3gpp", "wmv", "avif", "flac", "lzma"):
             self.assertIn(ext, r.out, "--help does not print the skip list (" + ext + ")")
 
@@ -130,10 +163,10 @@ class AsNobody(PCTestCase):
         os.chmod(bad, 0)
         snap = source_snapshot(root)
         man = self.path("m.json")
-        r = self.run_nobody(["--manifest", man, root])
+        r = self.run_nobody(["--json", "--manifest", man, root])
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(r.error_lines(), ["precompress: %s: Permission denied" % bad], r)
-        self.assertEqual(r.summary()["failed"], 1)
+        self.assertEqual((r.summary()["failed"], r.summary()["exit"]), (1, 1), r)
         e = manifest_by_path(load_manifest(man)[0])[b"js/app.js"]
         self.assertEqual(e.get("error"), "Permission denied")
         self.assertEqual(load_manifest(man)[0]["totals"].get("failed"), 1)
@@ -176,7 +209,8 @@ class ChangedDuringRead(PCTestCase):
         big = os.path.join(root, "js", "bundle.js")
         with open(big, "wb") as f:
             f.write(words_data(int(4.5 * 1024 * 1024), seed=11))
-        p = subprocess.Popen([PROGRAM, root], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        args = ["--json", root]
+        p = subprocess.Popen([PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(0.5)
         how(big)
         try:
@@ -185,10 +219,10 @@ class ChangedDuringRead(PCTestCase):
             p.kill()
             p.communicate()
             self.fail("precompress did not finish")
-        err_lines = [l for l in err.decode("utf-8", "surrogateescape").split("\n")
-                     if l and not SUMMARY_RE.match(l)]
-        self.assertEqual(p.returncode, 1, err)
-        self.assertEqual(err_lines, ["precompress: %s: file changed while being read" % big], err)
+        r = Result(args, p.returncode, out, err)
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.error_lines(), ["precompress: %s: file changed while being read" % big], r)
+        self.assertEqual(r.summary()["failed"], 1, r)
         for ext in ("gz", "br"):
             self.assertFalse(os.path.lexists(big + "." + ext), "an output was kept for a changed source")
             self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css." + ext)))

@@ -15,7 +15,7 @@ import subprocess
 import time
 import unittest
 
-from pctest import (PCTestCase, PROGRAM, SUMMARY_RE, child_env, decode, listing, load_manifest, main,
+from pctest import (PCTestCase, PROGRAM, child_env, decode, listing, load_manifest, main,
                     manifest_by_path, run, walk_all, words_data)
 
 # The manifest and the tree alone: no content cache from the environment.
@@ -36,17 +36,14 @@ def read(path):
         return f.read()
 
 
-def errors(res):
-    return [l for l in res.err_lines if not SUMMARY_RE.match(l)]
-
-
 class Base(PCTestCase):
     def refused(self, args, target, what=REFUSED, root=None):
         """The run exits 2 with one line naming target, before touching root."""
         before = listing(root) if root else None
         r = run(args, timeout=20)
         self.assertEqual(r.rc, 2, r)
-        self.assertEqual(errors(r), ["precompress: %s: %s" % (target, what)], r)
+        # refused before any work: that line alone, no summary
+        self.assertEqual(r.err_lines, ["precompress: %s: %s" % (target, what)], r)
         self.assertEqual(r.out, "", r)
         if root:
             self.assertEqual(listing(root), before, "a refused run must not touch the tree")
@@ -144,13 +141,13 @@ class ManifestTarget(Base):
         write(man, b'{"precompress": 2, "future": true}\n')
         r = run(["-q", "--manifest", man, root])
         self.assertEqual(r.rc, 1, r)
-        self.assertEqual(errors(r), ["precompress: %s: %s" % (man, NOT_MANIFEST)], r)
+        self.assertEqual(r.error_lines(), ["precompress: %s: %s" % (man, NOT_MANIFEST)], r)
         self.assertEqual(read(man), raw)
         # An empty file (mktemp) holds nothing to lose: no error, replaced.
         os.unlink(man)
         write(man, b"")
-        r = self.run_ok(["--manifest", man, root])
-        self.assertEqual(errors(r), [], r)
+        r = self.run_ok(["--json", "--manifest", man, root])
+        self.assertEqual(r.error_lines(), [], r)
         self.assertEqual(read(man), raw)
         # A symlink, even to a source of the tree, is replaced as a name, never written through,
         # and its target is compressed like any other file.
@@ -234,7 +231,12 @@ class ManifestToStdout(Base):
         r = run(["--manifest", "-", root], cwd=self.tmp)
         self.assertEqual(r.rc, 0, r)
         self.assertFalse(os.path.lexists(self.path("-")), "a file named '-' was written")
-        self.assertIsNotNone(r.summary(), "the summary still goes to stderr: %r" % r)
+        # the summary line still goes to stderr: the one a run with a manifest file prints
+        other = self.copy_site("site2")
+        r3 = self.run_ok(["--manifest", self.path("m3.json"), other])
+        self.assertEqual(len(r.err_lines), 1, r)
+        self.assertEqual(r.err_lines[0].rsplit("; ", 1)[0], r3.err_lines[-1].rsplit("; ", 1)[0],
+                         "the summary (but its time) differs from a run's without --manifest -: %r" % r)
         m = json.loads(r.out_b)
         self.assertEqual(m["precompress"], 1)
         # The same bytes a manifest file gets; no reading back from '-' (nothing unchanged).
@@ -280,10 +282,11 @@ class FileSizeLimit(Base):
         big = os.path.join(root, "data", "big.txt")
         write(big, words_data(3 * 1024 * 1024, seed=5))
         man = self.path("m.json")
-        r = run(["prlimit", "--fsize=262144", PROGRAM, "-j", "2", "--manifest", man, root], timeout=60,
+        r = run(["prlimit", "--fsize=262144", PROGRAM, "--json", "-j", "2", "--manifest", man, root], timeout=60,
                 program="/usr/bin/env")
         self.assertEqual(r.rc, 1, r)
-        errs = errors(r)
+        self.assertEqual(r.summary()["failed"], 1, r)
+        errs = r.error_lines()
         self.assertEqual(len(errs), 1, r)
         self.assertTrue(errs[0].startswith("precompress: %s" % big), errs)
         self.assertTrue(errs[0].endswith(": File too large"), errs)
@@ -398,9 +401,9 @@ class Readers(Base):
         fifo = self.path("m.json")
         os.mkfifo(fifo)
         before = listing(root)
-        r = run(["-n", "--manifest", fifo, root], timeout=20)
+        r = run(["-q", "-n", "--manifest", fifo, root], timeout=20)
         self.assertEqual(r.rc, 1, r)
-        self.assertEqual(errors(r), ["precompress: %s: not a regular file" % fifo], r)
+        self.assertEqual(r.error_lines(), ["precompress: %s: not a regular file" % fifo], r)
         self.assertEqual(listing(root), before)
 
     def test_merge_input_fifo_does_not_hang(self):
@@ -412,7 +415,7 @@ class Readers(Base):
         out = self.path("out.json")
         r = run(["merge-manifests", out, man, fifo], timeout=20)
         self.assertEqual(r.rc, 1, r)
-        self.assertEqual(errors(r), ["precompress: %s: not a regular file" % fifo], r)
+        self.assertEqual(r.err_lines, ["precompress: %s: not a regular file" % fifo], r)
         self.assertFalse(os.path.lexists(out))
 
     def test_merge_out_must_be_nothing_or_a_manifest(self):
@@ -444,17 +447,17 @@ class Readers(Base):
         root = self.copy_site()
         pkg = self.path("package.json")
         write(pkg, b'{"name": "site"}\n')
-        r = run(["-n", "--manifest", pkg, root], timeout=30)
+        r = run(["-q", "-n", "--manifest", pkg, root], timeout=30)
         self.assertEqual(r.rc, 1, r)
-        self.assertEqual(errors(r), ["precompress: %s: %s" % (pkg, NOT_MANIFEST)], r)
+        self.assertEqual(r.error_lines(), ["precompress: %s: %s" % (pkg, NOT_MANIFEST)], r)
         r = run(["merge-manifests", self.path("out.json"), pkg], timeout=30)
         self.assertEqual(r.rc, 1, r)
-        self.assertEqual(errors(r), ["precompress: %s: %s" % (pkg, NOT_MANIFEST)], r)
+        self.assertEqual(r.err_lines, ["precompress: %s: %s" % (pkg, NOT_MANIFEST)], r)
         bad = self.path("bad.json")
         write(bad, b'{"precompress": 1, "files": [')
         r = run(["merge-manifests", self.path("out.json"), bad], timeout=30)
         self.assertEqual(r.rc, 1, r)
-        self.assertEqual(errors(r), ["precompress: %s: not a precompress manifest (invalid JSON)" % bad], r)
+        self.assertEqual(r.err_lines, ["precompress: %s: not a precompress manifest (invalid JSON)" % bad], r)
 
 
 if __name__ == "__main__":

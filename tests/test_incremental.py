@@ -4,13 +4,12 @@
 The contract (issue 3, item 2): a file whose size and mtime_ns match its record in the
 earlier manifest (same formats, levels and max ratio), whose recorded outputs are all
 there with the recorded sizes and the source's mtime, and none of whose non-kept outputs
-exist, is left alone: `unchanged` in -v, `N unchanged` in the summary, "unchanged" in
---json, its manifest entry carried over. --force ignores the records.
+exist, is left alone: `unchanged` in -v, "unchanged" in the --json summary (where the runs
+here read their counts), its manifest entry carried over. --force ignores the records.
 """
 import sys
 
 sys.dont_write_bytecode = True
-import json
 import os
 import re
 import shutil
@@ -19,41 +18,16 @@ import time
 import unittest
 
 from pctest import (NOBODY, PCTestCase, PROGRAM, classify, decode, expected_outputs, fsb, listing,
-                    load_manifest, main, make_world_accessible, manifest_by_path, run, source_snapshot,
-                    walk_all)
+                    load_manifest, main, make_world_accessible, manifest_by_path, run, skipped_total,
+                    source_snapshot, walk_all)
 
 # These runs are about the tree and the manifest alone: no content cache from the environment.
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 
 HAVE_SETPRIV = shutil.which("setpriv") is not None
 
-# The summary line with the optional "N of them copied ..." and "N unchanged" parts.
-SUMMARY_RE = re.compile(
-    r"^precompress: (?P<dry>dry run: )?(?P<files>\d+) files, (?P<compressed>\d+) compressed"
-    r"(?: \((?:(?P<deduped>\d+) copied from identical files)?(?:, )?(?:(?P<cached>\d+) from the cache)?\))?, "
-    r"(?:(?P<unchanged>\d+) unchanged, )?"
-    r"(?P<skipped>\d+) skipped(?: \((?P<reasons>[^)]*)\))?, (?P<failed>\d+) failed"
-    r"(?:, (?P<errors>\d+) other errors?)?"
-    r"(?:, (?P<removed>\d+) removed)?"
-    r"(?:, (?P<changes>\d+) changes)?; (?P<rest>.*)$"
-)
 VERBOSE_RE = re.compile(r"^(compressed|copied|cached|skipped) (.+) \(([^()]*)\)$")
 UNCHANGED_RE = re.compile(r"^unchanged (.+)$")
-
-
-def summary(res):
-    found = [m for m in (SUMMARY_RE.match(l) for l in res.err_lines) if m]
-    if not found:
-        raise AssertionError("no summary line on stderr: %r" % res)
-    m = found[-1]
-    d = {k: int(m.group(k) or 0) for k in ("files", "compressed", "deduped", "cached", "unchanged", "skipped",
-                                             "failed", "changes")}
-    d["dry"] = bool(m.group("dry"))
-    return d
-
-
-def error_lines(res):
-    return [l for l in res.err_lines if not SUMMARY_RE.match(l)]
 
 
 def kinds(res, root):
@@ -103,10 +77,10 @@ class Base(PCTestCase):
     def first(self, root, man, extra=()):
         """The first run: -v, with the manifest. Returns (kinds, manifest bytes)."""
         self.assertFalse(os.path.exists(man))
-        r = run(["-v", "--manifest", man] + list(extra) + [root])
+        r = run(["-v", "--json", "--manifest", man] + list(extra) + [root])
         self.assertEqual(r.rc, 0, r)
         k = kinds(r, root)
-        self.assertEqual(summary(r)["unchanged"], 0, "first run, no manifest yet: %r" % r)
+        self.assertEqual(r.summary()["unchanged"], 0, "first run, no manifest yet: %r" % r)
         self.assertNotIn("unchanged", k.values(), r)
         return k, read(man)
 
@@ -148,16 +122,16 @@ class SecondRun(Base):
         mst = os.stat(man)
         time.sleep(0.05)  # a rewrite or re-stamp would show in ctime past its granularity
 
-        r = run(["-v", "--manifest", man, root])
+        r = run(["-v", "--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
-        self.assertEqual(error_lines(r), [], r)
+        self.assertEqual(r.error_lines(), [], r)
         k2 = kinds(r, root)
         for rel in compressed + ratio:
             self.assertEqual(k2.get(rel), "unchanged", "%r on an unchanged tree: %r" % (rel, r))
         for rel in other:
             self.assertEqual(k2.get(rel), k1[rel], "%r (skipped by rule) must be reported as before" % rel)
         self.assertEqual(sorted(k2), sorted(k1), "the second run must report the same files")
-        s = summary(r)
+        s = r.summary()
         self.assertEqual(s["unchanged"], len(compressed) + len(ratio), r)
         self.assertEqual(s["compressed"], 0, r)
         self.assertEqual(s["failed"], 0, r)
@@ -174,7 +148,7 @@ class SecondRun(Base):
 
         r = run(["--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
-        j = json.loads(r.out)
+        j = r.summary()
         self.assertEqual(j["unchanged"], len(compressed) + len(ratio), r.out)
         self.assertEqual(j["compressed"], 0, r.out)
         self.assertEqual(j["changes"], 0, r.out)
@@ -190,9 +164,10 @@ class SecondRun(Base):
         # equal up to there): rewritten to the run's exact bytes.
         write(man, raw1 + b"\n\n")
         ino = os.stat(man).st_ino
-        r = run(["--manifest", man, root])
+        r = run(["--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
-        self.assertEqual(summary(r)["unchanged"], summary(r)["files"] - summary(r)["skipped"], r)
+        s = r.summary()
+        self.assertEqual(s["unchanged"], s["files"] - skipped_total(s), r)
         self.assertEqual(read(man), raw1)
         self.assertNotEqual(os.stat(man).st_ino, ino, "a longer old manifest must be replaced (temp + rename)")
 
@@ -246,7 +221,7 @@ class NotRead(Base):
         root = self.copy_site()
         make_world_accessible(root)
         man = self.path("m.json")
-        r = run(["-v", "--manifest", man, root], as_nobody=True, program=self.prog)
+        r = run(["-v", "--json", "--manifest", man, root], as_nobody=True, program=self.prog)
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(kinds(r, root).get(b"js/app.js"), "compressed", r)
         raw1 = read(man)
@@ -255,13 +230,13 @@ class NotRead(Base):
         os.chmod(bad, 0)  # ctime changes, size and mtime do not
         outs = output_stats(root)
 
-        r = run(["-v", "--manifest", man, root], as_nobody=True, program=self.prog)
+        r = run(["-v", "--json", "--manifest", man, root], as_nobody=True, program=self.prog)
         self.assertEqual(r.rc, 0, "an unchanged file must not be opened: %r" % r)
-        self.assertEqual(error_lines(r), [], r)
+        self.assertEqual(r.error_lines(), [], r)
         k = kinds(r, root)
         self.assertEqual(k.get(b"js/app.js"), "unchanged", r)
         self.assertNotIn("compressed", k.values(), r)
-        self.assertEqual(summary(r)["failed"], 0, r)
+        self.assertEqual(r.summary()["failed"], 0, r)
         self.assertEqual(read(man), raw1)
         self.assertEqual(output_stats(root), outs)
         self.assertEqual(decode("gz", bad + ".gz"), data)
@@ -269,7 +244,7 @@ class NotRead(Base):
         # Control: the file really is unreadable to nobody, so the pass above proves no read.
         r = run(["-q", "--force", "--manifest", self.path("m2.json"), root], as_nobody=True, program=self.prog)
         self.assertEqual(r.rc, 1, "control: nobody should fail to read a mode 000 file: %r" % r)
-        self.assertIn("precompress: %s: Permission denied" % bad, error_lines(r))
+        self.assertIn("precompress: %s: Permission denied" % bad, r.error_lines())
 
 
 class WhatBreaksTheRecord(Base):
@@ -284,15 +259,15 @@ class WhatBreaksTheRecord(Base):
         os.utime(p, ns=(st.st_atime_ns, new_mtime))
         others = {rel: v for rel, v in output_stats(root).items() if not rel.startswith(b"js/app.js.")}
 
-        r = run(["-v", "--manifest", man, root])
+        r = run(["-v", "--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
         k2 = kinds(r, root)
         self.assertEqual(k2.get(b"js/app.js"), "compressed", r)
         want_unchanged = [rel for rel, k in k1.items() if k in ("compressed", "skipped (ratio)") and rel != b"js/app.js"]
         for rel in want_unchanged:
             self.assertEqual(k2.get(rel), "unchanged", "%r: %r" % (rel, r))
-        self.assertEqual(summary(r)["unchanged"], len(want_unchanged), r)
-        self.assertEqual(summary(r)["compressed"], 1, r)
+        self.assertEqual(r.summary()["unchanged"], len(want_unchanged), r)
+        self.assertEqual(r.summary()["compressed"], 1, r)
         self.assertOracleOutputs(root, ["js/app.js"])
         now = {rel: v for rel, v in output_stats(root).items() if not rel.startswith(b"js/app.js.")}
         self.assertEqual(now, others, "outputs of unchanged files were touched")
@@ -303,10 +278,10 @@ class WhatBreaksTheRecord(Base):
                          {k: v for k, v in m1.items() if k != b"js/app.js"}, "carried-over entries changed")
 
         # and once more: now it is unchanged too
-        r = run(["-v", "--manifest", man, root])
+        r = run(["-v", "--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(kinds(r, root).get(b"js/app.js"), "unchanged", r)
-        self.assertEqual(summary(r)["unchanged"], len(want_unchanged) + 1, r)
+        self.assertEqual(r.summary()["unchanged"], len(want_unchanged) + 1, r)
 
     def test_edit_keeping_size_and_mtime_stays_unchanged(self):
         # Documented limit: size + mtime_ns is the contract, the file is not read.
@@ -324,10 +299,10 @@ class WhatBreaksTheRecord(Base):
         self.assertEqual((os.stat(p).st_size, os.stat(p).st_mtime_ns), (st.st_size, st.st_mtime_ns))
         outs = output_stats(root)
 
-        r = run(["-v", "--manifest", man, root])
+        r = run(["-v", "--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(kinds(r, root).get(b"css/app.css"), "unchanged", r)
-        self.assertEqual(summary(r)["compressed"], 0, r)
+        self.assertEqual(r.summary()["compressed"], 0, r)
         self.assertEqual(output_stats(root), outs)
         self.assertEqual(decode("gz", p + ".gz"), old, "the outputs are the old content's, by contract")
         self.assertNotEqual(decode("gz", p + ".gz"), new)
@@ -340,14 +315,14 @@ class WhatBreaksTheRecord(Base):
         src = os.path.join(root, "index.html")
         change(src)
         others = {rel: v for rel, v in output_stats(root).items() if not rel.startswith(b"index.html.")}
-        r = run(["-v", "--manifest", man, root])
+        r = run(["-v", "--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
         k2 = kinds(r, root)
         self.assertEqual(k2.get(b"index.html"), "compressed", r)
         want_unchanged = [rel for rel, k in k1.items() if k in ("compressed", "skipped (ratio)") and rel != b"index.html"]
         for rel in want_unchanged:
             self.assertEqual(k2.get(rel), "unchanged", "%r: %r" % (rel, r))
-        self.assertEqual(summary(r)["unchanged"], len(want_unchanged), r)
+        self.assertEqual(r.summary()["unchanged"], len(want_unchanged), r)
         self.assertOracleOutputs(root, ["index.html"])
         for ext in ("gz", "br"):
             st = os.lstat(src + "." + ext)
@@ -407,7 +382,7 @@ class WhatBreaksTheRecord(Base):
         write(stale, b"not a gzip file, left by someone else")
         src_st = os.stat(os.path.join(root, "robots.txt"))
         os.utime(stale, ns=(src_st.st_atime_ns, src_st.st_mtime_ns))
-        r = run(["-v", "--manifest", man, root])
+        r = run(["-v", "--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
         k2 = kinds(r, root)
         self.assertEqual(k2.get(b"robots.txt"), "skipped (ratio)", "robots.txt must be examined again: %r" % r)
@@ -447,9 +422,9 @@ class ChangedBetweenRuns(Base):
         st = os.stat(os.path.join(many, "f06.js"))
         os.utime(os.path.join(many, "f06.js"), ns=(st.st_atime_ns, st.st_mtime_ns + 1))
 
-        r = run(["-v", "--manifest", man, "--min-size", "300", root])
+        r = run(["-v", "--json", "--manifest", man, "--min-size", "300", root])
         self.assertEqual(r.rc, 0, r)
-        self.assertEqual(error_lines(r), [], r)
+        self.assertEqual(r.error_lines(), [], r)
         k2 = kinds(r, root)
         self.assertEqual(k2.get(b"many/f00.js"), "skipped (empty)", r)
         self.assertEqual(k2.get(b"many/f01.js"), "skipped (min-size)", r)
@@ -470,7 +445,7 @@ class ChangedBetweenRuns(Base):
         self.assertEqual(m[b"many/f02.js"]["size"], 300 * 1024)
         self.assertEqual(m[b"many/f00.js"].get("skipped"), "empty", m[b"many/f00.js"])
         # A third run: everything that still has outputs is unchanged.
-        r = run(["-v", "--manifest", man, "--min-size", "300", root])
+        r = run(["-v", "--json", "--manifest", man, "--min-size", "300", root])
         self.assertEqual(r.rc, 0, r)
         k3 = kinds(r, root)
         for rel in (b"many/f02.js", b"many/f04.js/inner.css", b"many/f05.js", b"many/f06.js", b"many/f20.js"):
@@ -509,24 +484,24 @@ class Options(Base):
                 root = self.copy_site("site-" + "-".join(o.strip("-") for o in opts))
                 man = self.path("m-%d.json" % cases.index(opts))
                 k1, raw1 = self.first(root, man)
-                r = run(["-v", "--manifest", man] + opts + [root])
+                r = run(["-v", "--json", "--manifest", man] + opts + [root])
                 self.assertEqual(r.rc, 0, r)
                 k2 = kinds(r, root)
                 self.assertNotIn("unchanged", k2.values(), "%r: options differ from the manifest's: %r" % (opts, r))
-                self.assertEqual(summary(r)["unchanged"], 0, r)
-                self.assertGreaterEqual(summary(r)["compressed"], 8, r)
+                self.assertEqual(r.summary()["unchanged"], 0, r)
+                self.assertGreaterEqual(r.summary()["compressed"], 8, r)
                 for rel, k in k1.items():
                     if k == "compressed":
                         self.assertIn(k2.get(rel), ("compressed", "skipped (ratio)"), rel)
                 self.assertNotEqual(read(man), raw1, "the manifest must record the new options")
                 # the new manifest's options now match: a third run with them is all unchanged
-                r = run(["-v", "--manifest", man] + opts + [root])
+                r = run(["-v", "--json", "--manifest", man] + opts + [root])
                 self.assertEqual(r.rc, 0, r)
                 k3 = kinds(r, root)
                 self.assertNotIn("compressed", k3.values(), r)
-                self.assertGreater(summary(r)["unchanged"], 0, r)
+                self.assertGreater(r.summary()["unchanged"], 0, r)
                 # and back to the defaults: all compressed again
-                r = run(["-v", "--manifest", man, root])
+                r = run(["-v", "--json", "--manifest", man, root])
                 self.assertEqual(r.rc, 0, r)
                 self.assertNotIn("unchanged", kinds(r, root).values(), "back to defaults: %r" % r)
                 self.assertOracleOutputs(root, [rel for rel, k in k1.items() if k == "compressed"])
@@ -536,12 +511,12 @@ class Options(Base):
         man = self.path("m.json")
         k1, raw1 = self.first(root, man)
         outs = output_stats(root)
-        r = run(["-v", "--force", "--manifest", man, root])
+        r = run(["-v", "--json", "--force", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
         k2 = kinds(r, root)
         self.assertEqual(k2, k1, "--force: every file as in a first run")
-        self.assertEqual(summary(r)["unchanged"], 0, r)
-        self.assertEqual(summary(r)["compressed"], list(k1.values()).count("compressed"))
+        self.assertEqual(r.summary()["unchanged"], 0, r)
+        self.assertEqual(r.summary()["compressed"], list(k1.values()).count("compressed"))
         after = output_stats(root)
         self.assertEqual(sorted(after), sorted(outs))
         for rel in outs:
@@ -566,26 +541,26 @@ class Options(Base):
                     if p.endswith((b".gz", b".br")):
                         os.unlink(os.path.join(fsb(root), p))
                 before = listing(root)
-                r = run(["-n", "-v", "--manifest", man, root])
+                r = run(["-n", "-v", "--json", "--manifest", man, root])
                 self.assertEqual(r.rc, 0 if content == b"" else 1, r)
-                errs = error_lines(r)
+                errs = r.error_lines()
                 if content != b"":
                     self.assertEqual(errs, ["precompress: %s: not a precompress manifest (invalid JSON)" % man], r)
                 self.assertEqual(listing(root), before)
-                r = run(["-v", "--manifest", man, root])
+                r = run(["-v", "--json", "--manifest", man, root])
                 if content != b"":
                     self.assertEqual(r.rc, 2, r)
-                    self.assertEqual(error_lines(r),
+                    self.assertEqual(r.error_lines(),
                                      ["precompress: %s: refusing to replace: not a precompress manifest" % man], r)
                     self.assertEqual(listing(root), before, "a refused run must not touch the tree")
                     self.assertEqual(read(man), bad)
                     continue
                 self.assertEqual(r.rc, 0, r)
-                self.assertEqual(error_lines(r), [], r)
+                self.assertEqual(r.error_lines(), [], r)
                 k2 = kinds(r, root)
                 self.assertNotIn("unchanged", k2.values(), r)
                 self.assertEqual(k2, k1, "every file compressed as in a first run")
-                s = summary(r)
+                s = r.summary()
                 self.assertEqual((s["unchanged"], s["compressed"]),
                                  (0, list(k1.values()).count("compressed")), r)
                 self.assertOracleOutputs(root, [rel for rel, k in k1.items() if k == "compressed"])
@@ -598,10 +573,10 @@ class CheckWithManifest(Base):
         man = self.path("m.json")
         _, raw1 = self.first(root, man)
         before = listing(root)
-        r = run(["--check", "--manifest", man, root])
+        r = run(["-q", "--check", "--manifest", man, root])
         self.assertEqual(r.rc, 0, "--check on an unchanged tree: %r" % r)
         self.assertEqual(r.out, "", r)
-        self.assertEqual(error_lines(r), [], r)
+        self.assertEqual(r.error_lines(), [], r)
         self.assertEqual(listing(root), before)
         self.assertEqual(read(man), raw1, "--check must not write the manifest")
 

@@ -31,7 +31,7 @@ import subprocess
 import tempfile
 import time
 
-from pctest import (PROGRAM, SUMMARY_RE, TEMP_RE, PCTestCase, brotli, entry_sum, store_rows, gz_oracle, have_zstd_build, keeps, load_json_strict, main,
+from pctest import (PROGRAM, TEMP_RE, PCTestCase, brotli, entry_sum, store_rows, gz_oracle, have_zstd_build, keeps, load_json_strict, main,
                     walk_all)
 
 NFILES = 2500
@@ -295,11 +295,11 @@ class KillAtRandom(KillBase):
         args, scope, formats = self.modes()[mode]
         target = os.path.join(self.w, os.fsdecode(scope)) if scope else self.w
         t0 = time.monotonic()
-        rc, out, err = self.run_to_end(["-j", str(JOBS)] + args + list(extra) + [target])
+        # -q: no summary line, so whatever stderr holds is an error
+        rc, out, err = self.run_to_end(["-q", "-j", str(JOBS)] + args + list(extra) + [target])
         took = time.monotonic() - t0
         self.assertEqual(rc, 0, "the run after a kill must complete: %s\n%s" % (args, err[-3000:]))
-        self.assertEqual([l for l in err.splitlines() if l and not SUMMARY_RE.match(l)], [],
-                         "error lines: %s" % err[-3000:])
+        self.assertEqual([l for l in err.splitlines() if l], [], "error lines: %s" % err[-3000:])
         outs, temps = self.check_tree(temps_ok=False)
         self.check_complete(scope, formats, outs)
         return took
@@ -386,7 +386,7 @@ class SignalStop(KillBase):
             self.remove_outputs()
             if os.path.lexists(man):
                 os.unlink(man)
-            p, out, err = self.start(["-v", "-j", str(JOBS), "--manifest", man] + args + [self.w])
+            p, out, err = self.start(["-v", "--json", "-j", str(JOBS), "--manifest", man] + args + [self.w])
             time.sleep(delay)
             if p.poll() is None:
                 break
@@ -419,15 +419,19 @@ class SignalStop(KillBase):
         self.assertLessEqual(cpu, JOBS * STOP_LIMIT,
                              "spent %.2f s of CPU after the signal (%.3f s wall)" % (cpu, took))
         self.assertLessEqual(took, STOP_WALL_LIMIT, "stopped %.3f s after the signal" % took)
-        errs = [l for l in err_s.splitlines() if l and not SUMMARY_RE.match(l)]
-        self.assertEqual(errs, ["precompress: interrupted"], err_s[-2000:])
+        # --json: the summary is the last line of stdout, stderr holds the errors alone
+        self.assertEqual([l for l in err_s.splitlines() if l], ["precompress: interrupted"], err_s[-2000:])
+        out_lines = out_s.splitlines()
+        self.assertTrue(out_lines and out_lines[-1].startswith("{"), "no --json summary: %r" % out_s[-2000:])
+        summary = load_json_strict(out_lines.pop())
+        self.assertEqual(summary["exit"], want_rc, summary)
 
         outs, temps = self.check_tree(temps_ok=False)
 
         # What -v reported is exactly what is on disk.
         reported = {}
         prefix = self.w + "/"
-        for line in out_s.splitlines():
+        for line in out_lines:
             m = VERBOSE_RE.match(line)
             self.assertTrue(m, "unexpected -v line %r" % line)
             path = m.group(1)

@@ -12,7 +12,6 @@ reserve terabytes of address space at start).
 import sys
 
 sys.dont_write_bytecode = True
-import json
 import os
 import random
 import re
@@ -60,7 +59,8 @@ class LimitCase(PCTestCase):
         os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 
     def limited(self, limits, args, timeout=300):
-        return run(limits + ["--", PROGRAM] + args, program="prlimit", timeout=timeout)
+        """The program under prlimit, with --json: its counts on stdout, stderr errors alone."""
+        return run(limits + ["--", PROGRAM, "--json"] + args, program="prlimit", timeout=timeout)
 
     def assertCleanOutcome(self, r, root, snap):
         """Completed, or failed cleanly; nothing partial either way."""
@@ -138,7 +138,7 @@ class Cores(LimitCase):
         snap = source_snapshot(root)
         m64, m1 = self.path("m64.json"), self.path("m1.json")
         args = ["--brotli-quality", "5", "--zstd"] if os.environ.get("PC_HAVE_ZSTD") == "1" else ["--brotli-quality", "5"]
-        r = run(["-c", ",".join(map(str, cpus)), PROGRAM, "-j", "64", "--manifest", m64] + args + [root],
+        r = run(["-c", ",".join(map(str, cpus)), PROGRAM, "--json", "-j", "64", "--manifest", m64] + args + [root],
                 program="taskset", timeout=300)
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.error_lines(), [], r)
@@ -209,7 +209,7 @@ class MemoryLimit(PCTestCase):
             with open(src, "rb") as f:
                 self.assertEqual(decode("br", src + ".br"), f.read(), src)
         # -v puts its per-file lines on stdout before the JSON object
-        return r, json.loads(r.out.strip().splitlines()[-1])["memory"]
+        return r, r.summary()["memory"]
 
     def one_file_estimate(self):
         _, m = self.run_json(self.tree("one"), "-j1")
@@ -252,10 +252,11 @@ class MemoryLimit(PCTestCase):
         _, m = self.run_json(root)
         self.assertIn(m["source"], ("cgroup memory.max", "cgroup memory.high", "cgroup v1 memory.limit_in_bytes",
                                     "RLIMIT_AS", "RLIMIT_DATA", "MemAvailable", "none"), m)
-        # -v: the summary line says which limit was taken and why
+        # -v: the summary line says which limit was taken and why (a text for people, so read
+        # as text: the summary line is the last line on stderr)
         r = run(["-v", "--force", "--no-gzip", "--brotli-quality", "1", root])
         self.assertEqual(r.rc, 0, r)
-        rest = r.summary()["rest"]
+        rest = r.err_lines[-1]
         if m["source"] == "none":
             self.assertIsNone(m["limit"], m)
             self.assertIn("no memory limit (none found", rest)
@@ -269,8 +270,8 @@ class MemoryLimit(PCTestCase):
         _, m = self.run_json(root, "--memory-limit", "0")
         self.assertIsNone(m["limit"], m)
         r = run(["-v", "--memory-limit", "0", "--no-gzip", "--brotli-quality", "1", root])
-        self.assertIn("; no memory limit (--memory-limit 0), peak estimate ", r.summary()["rest"])
-        self.assertEqual(r.error_lines(), [], r)
+        self.assertEqual(len(r.err_lines), 1, "the summary line alone on stderr: %r" % r)
+        self.assertIn("; no memory limit (--memory-limit 0), peak estimate ", r.err_lines[-1])
 
     def test_bad_values(self):
         root = self.tree("bad")
@@ -288,7 +289,7 @@ class MemoryLimit(PCTestCase):
         r = run(["--data=%d" % (3 << 30), "--", PROGRAM, "--json", "-q", "--no-gzip", "--brotli-quality", "1", root],
                 program="prlimit")
         self.assertEqual(r.rc, 0, r)
-        m = json.loads(r.out)["memory"]
+        m = r.summary()["memory"]
         if m["found"] is not None and m["found"] < (3 << 30) and m["source"] != "RLIMIT_DATA":
             self.skipTest("this machine has a smaller bound already: %r" % m)
         self.assertEqual((m["source"], m["found"], m["limit"]), ("RLIMIT_DATA", 3 << 30, 3 << 29), m)

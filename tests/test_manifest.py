@@ -1,10 +1,17 @@
 #!/usr/bin/python3
-"""Manifest: valid JSON, sorted, deterministic at any -j, odd names; --json; summary line."""
+"""Manifest: valid JSON, sorted, deterministic at any -j, odd names; --json; summary line.
+
+SummaryLine is the one test of the summary line's text (the other tests read their counts
+from --json): every part of it, each caused for real, against the line the man page's
+SUMMARY LINE describes, made here from the --json summary of a twin run.
+"""
 import sys
 
 sys.dont_write_bytecode = True
 import json
 import os
+import random
+import re
 
 from pctest import (PCTestCase, REASONS, classify, entry_rel, load_json_strict, load_manifest, main,
                     manifest_by_path, manifest_counts, run, walk_all, words_data)
@@ -141,7 +148,7 @@ class Summary(PCTestCase):
         man = self.path("m.json")
         r = run(["--json", "--manifest", man, root])
         self.assertEqual(r.rc, 0, r)
-        self.assertIsNone(r.summary(), "--json replaces the summary line: %r" % r)
+        self.assertEqual(r.err, "", "--json replaces the summary line: %r" % r)
         j = load_json_strict(r.out)
         self.assertIsInstance(j, dict)
         m, _ = load_manifest(man)
@@ -162,20 +169,11 @@ class Summary(PCTestCase):
 
     def test_summary_line_unless_quiet(self):
         root = self.copy_site()
-        man = self.path("m.json")
-        r = run(["--manifest", man, root])
+        r = run([root])
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.out, "", "nothing on stdout without -v/--json")
         self.assertEqual(len(r.err_lines), 1, "exactly one summary line expected: %r" % r)
-        s = r.summary()
-        self.assertIsNotNone(s, "summary line does not match the spec: %r" % r.err)
-        c = manifest_counts(load_manifest(man)[0], ["gz", "br"])
-        self.assertEqual(s["files"], c["files"])
-        self.assertEqual(s["compressed"], c["compressed"])
-        self.assertEqual(s["skipped"], sum(c["skipped"].values()))
-        self.assertEqual(s["reasons"], {k: v for k, v in c["skipped"].items() if v})
-        self.assertFalse(s["dry"])
-        self.assertRegex(s["rest"], r"^gz \S+ \S+ -> \S+ \S+, br \S+ \S+ -> \S+ \S+; [0-9.]+ s$")
+        self.assertTrue(r.err_lines[0].startswith("precompress: "), r)  # its text: SummaryLine
         r = run(["-q", root])
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(r.err, "", "-q must silence the summary")
@@ -187,19 +185,126 @@ class Summary(PCTestCase):
         for i in range(2):
             with open(os.path.join(root, "part%d.txt" % i), "wb") as f:
                 f.write(words_data(1024 * 1024, seed=i))
-        r = run(["--progress", "always", root])
-        self.assertEqual(r.rc, 0, r)
-        self.assertIn("\r", r.err, "--progress always drew no bar")
-        self.assertIsNotNone(r.summary(), "summary line missing after the bar")
-        self.assertTrue(r.err.endswith("\n"))
+        bar = run(["--progress", "always", root])
+        self.assertEqual(bar.rc, 0, bar)
+        self.assertIn("\r", bar.err, "--progress always drew no bar")
+        self.assertTrue(bar.err.endswith("\n"))
         for mode in ("never", "auto"):  # auto: stderr is a pipe here, so no bar
             r = run(["--progress", mode, root])
             self.assertEqual(r.rc, 0, r)
             self.assertNotIn("\r", r.err, "--progress %s drew a bar on a pipe" % mode)
             self.assertEqual(len(r.err_lines), 1, r)
+        # the bar cleared, the summary line is left: the same as without a bar (but its time)
+        self.assertEqual(len(bar.err_lines), 1, bar)
+        self.assertEqual(bar.err_lines[0].rsplit("; ", 1)[0], r.err_lines[0].rsplit("; ", 1)[0], bar)
         r = run(["-q", "--progress", "auto", root])
         self.assertEqual(r.err, "")
 
+
+
+UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def human(n):
+    """A size as the summary line shows it (cli_human_bytes): bytes under 1 KiB, else one
+    decimal, moving up a unit when that would read 1024.0."""
+    if n < 1024:
+        return "%d B" % n
+    v, u = n / 1024.0, 0
+    while v >= 1023.95 and u + 1 < len(UNITS):
+        v, u = v / 1024.0, u + 1
+    return "%.1f %s" % (v, UNITS[u])
+
+
+def summary_line(j):
+    """The summary line the man page (SUMMARY LINE) describes for the --json summary j, without
+    its last part (the time)."""
+    reasons = [(n, i, r) for i, (r, n) in enumerate(j["skipped"].items()) if n]
+    reasons = ", ".join("%d %s" % (n, r) for n, i, r in sorted(reasons, key=lambda t: (-t[0], t[1])))
+    line = "precompress: %s%d files, %d compressed" % ("dry run: " if j["dry_run"] else "", j["files"],
+                                                      j["compressed"])
+    how = (["%d copied from identical files" % j["deduped"]] if j["deduped"] else []) + \
+          (["%d from the cache" % j["cached"]] if j["cached"] else [])
+    if how:
+        line += " (%s)" % ", ".join(how)
+    line += ", "
+    if j["unchanged"]:
+        line += "%d unchanged, " % j["unchanged"]
+    line += "%d skipped%s, %d failed" % (sum(j["skipped"].values()), " (%s)" % reasons if reasons else "",
+                                         j["failed"])
+    if j["errors"]:
+        line += ", %d other error%s" % (j["errors"], "" if j["errors"] == 1 else "s")
+    if j["removed"] and not j["dry_run"]:
+        line += ", %d removed" % j["removed"]
+    if j["dry_run"]:
+        line += ", %d changes" % j["changes"]
+    return line + "; " + ", ".join("%s %s -> %s" % (f, human(v["bytes_in"]), human(v["bytes_out"]))
+                                   for f, v in j["formats"].items())
+
+
+class SummaryLine(PCTestCase):
+    """The one test of the summary line's text: for each case, two identical trees go through
+    the same steps; the last run is made without --json on one (its line) and with --json on
+    the other (the figures the line must show)."""
+
+    def twins(self, prepare, args, rc=0):
+        res = {}
+        for twin in ("line", "json"):
+            root = self.copy_site(twin)
+            aux = self.path(twin + "-aux")
+            os.makedirs(aux)
+            prepare(root, aux)
+            res[twin] = run((["--json"] if twin == "json" else []) + [a.format(aux=aux) for a in args] + [root])
+            self.assertEqual(res[twin].rc, rc, res[twin])
+        line, j = res["line"], res["json"].summary()
+        if "-n" not in args:  # a dry run lists on stdout
+            self.assertEqual(line.out, "", line)
+        self.assertEqual(len(line.err_lines), len(res["json"].err_lines) + 1, "the errors, then one line: %r" % line)
+        m = re.match(r"^(.*); (\d+\.\d\d) s$", line.err_lines[-1])
+        self.assertIsNotNone(m, "the summary line does not end in '; N.NN s': %r" % line)
+        self.assertEqual(m.group(1), summary_line(j), "the summary line (the figures of --json: %s)" % j)
+        return j
+
+    def test_fresh_tree(self):
+        j = self.twins(lambda root, aux: None, [])
+        self.assertGreater(sum(1 for n in j["skipped"].values() if n), 1, j)  # reasons, largest first
+
+    def test_copies_cache_unchanged_and_removed(self):
+        def prepare(root, aux):
+            self.run_ok(["-q", "--cache-dir", aux + "/cache", "--manifest", aux + "/m.json", root])
+            p = os.path.join(root, "js", "app.js")  # touched: its outputs come from the cache
+            st = os.stat(p)
+            os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+            os.makedirs(os.path.join(root, "new"))  # two new identical files: one copied
+            for name in ("a.txt", "b.txt"):
+                with open(os.path.join(root, "new", name), "wb") as f:
+                    f.write(words_data(5000, seed=7))
+            with open(os.path.join(root, "css", "app.css"), "wb") as f:  # incompressible: outputs removed
+                f.write(random.Random(3).randbytes(3000))
+        j = self.twins(prepare, ["--cache-dir", "{aux}/cache", "--manifest", "{aux}/m.json"])
+        self.assertEqual((j["deduped"], j["cached"], j["removed"]), (1, 1, 2), j)
+        self.assertGreater(j["unchanged"], 5, j)
+
+    def test_failed_and_other_error(self):
+        def prepare(root, aux):
+            os.makedirs(os.path.join(root, "css", "app.css.gz"))  # the file fails
+            with open(os.path.join(aux, "m.json"), "w") as f:  # cannot be read: an error, not a file's
+                f.write('{"precompress": 2, "future": true}\n')
+        j = self.twins(prepare, ["--manifest", "{aux}/m.json"], rc=1)
+        self.assertEqual((j["failed"], j["errors"]), (1, 1), j)
+
+    def test_dry_run_with_removals_and_an_error(self):
+        def prepare(root, aux):
+            self.run_ok(["-q", root])
+            with open(os.path.join(root, "css", "app.css"), "wb") as f:
+                f.write(random.Random(4).randbytes(3000))
+            with open(os.path.join(root, "js", "app.js"), "ab") as f:
+                f.write(b"// one more line\n")
+            with open(os.path.join(aux, "package.json"), "w") as f:  # not a manifest: an error
+                f.write('{"name": "site"}\n')
+        j = self.twins(prepare, ["-n", "--manifest", "{aux}/package.json"], rc=1)
+        self.assertEqual((j["dry_run"], j["errors"], j["removed"]), (True, 1, 2), j)
+        self.assertEqual(j["changes"], 2 + 2, j)  # app.css's two removals, app.js's two outputs
 
 if __name__ == "__main__":
     main()

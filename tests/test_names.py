@@ -14,7 +14,7 @@ sys.dont_write_bytecode = True
 import os
 import re
 
-from pctest import (SUMMARY_RE, PCTestCase, load_json_strict, main, make_world_accessible, run,
+from pctest import (PCTestCase, load_json_strict, main, make_world_accessible, run,
                     words_data)
 
 # name on disk -> how human output must show it (GNU `ls -b`, quoting style "escape").
@@ -151,25 +151,26 @@ class HumanOutput(Base):
         for rel in unreadable:
             os.chmod(os.path.join(broot, rel), 0)
         shown = self.shown(root)
-        r = self.run_nobody(["-v", "--progress", "never", root])
+        r = self.run_nobody(["-v", "--json", "--progress", "never", root])
         self.assertEqual(r.rc, 1, r)
         err = assert_safe_text(self, r.err_b, "stderr")
         assert_safe_text(self, r.out_b, "stdout")
-        errors = [l for l in err.split("\n")[:-1] if not SUMMARY_RE.match(l)]
-        self.assertEqual(sorted(errors),
+        # --json: no summary line, every line on stderr is an error
+        self.assertEqual(sorted(err.split("\n")[:-1]),
                          sorted("precompress: %s: Permission denied" % shown[rel] for rel in unreadable))
         self.assertEqual(len([l for l in err.split("\n") if "passwd" in l]), 1, r)
-        # The other files still have their -v lines; the failed ones have none.
-        self.assertEqual(len(lines(r.out_b)), len(ODD) + 1 - len(unreadable), r)
+        self.assertEqual(r.summary()["failed"], len(unreadable), r)
+        # The other files still have their -v lines (then the summary); the failed ones have none.
+        self.assertEqual(len(lines(r.out_b)) - 1, len(ODD) + 1 - len(unreadable), r)
 
     def test_ran_alone_note_is_escaped(self):
         # Files over 64 KiB are units of their own, so each one runs alone under a 1 KiB limit.
         root = self.odd_tree(forge=False, size=70000)
         shown = self.shown(root)
-        r = run(["-v", "--memory-limit", "1k", root])
+        r = run(["-v", "--json", "--memory-limit", "1k", root])
         self.assertEqual(r.rc, 0, r)
         err = assert_safe_text(self, r.err_b, "stderr")
-        notes = sorted(l for l in err.split("\n") if "ran alone" in l and not SUMMARY_RE.match(l))
+        notes = sorted(err.split("\n")[:-1])  # --json: no summary line, the notes alone
         self.assertEqual(notes, sorted("precompress: %s: ran alone: its encoders need more than the 1.0 KiB memory "
                                        "limit by themselves" % shown[n] for n in ODD))
 
@@ -384,8 +385,8 @@ class Removed(Base):
         root = self.odd_tree()
         shown = self.shown(root)
         self.run_ok(["-q", root])
-        r = self.run_ok(["-v", "--max-ratio", "0.000000001", root])
-        out = assert_safe_text(self, r.out_b, "stdout").split("\n")[:-1]
+        r = self.run_ok(["-v", "--json", "--max-ratio", "0.000000001", root])
+        out = assert_safe_text(self, r.out_b, "stdout").split("\n")[:-2]  # the last: --json's summary
         # Each file's line, then one "removed" line per output it lost.
         self.assertEqual(len(out), 3 * len(shown), r)
         for i in range(0, len(out), 3):
@@ -394,8 +395,7 @@ class Removed(Base):
             self.assertIn(m.group(1), shown.values())
             self.assertEqual(out[i + 1:i + 3], ["removed %s.gz" % m.group(1), "removed %s.br" % m.group(1)])
         s = r.summary()
-        self.assertEqual(s["removed"], 2 * len(shown), r)
-        self.assertRegex(s["line"], r", 0 failed, %d removed; " % (2 * len(shown)))
+        self.assertEqual((s["failed"], s["removed"]), (0, 2 * len(shown)), r)
         for rel in shown:
             for ext in (b".gz", b".br"):
                 self.assertFalse(os.path.lexists(os.path.join(os.fsencode(root), rel) + ext))
@@ -405,23 +405,22 @@ class Removed(Base):
         self.run_ok(["-q", root])
         name = b"\x1b[31mred.js"
         write(os.path.join(os.fsencode(root), name), b"")
-        r = self.run_ok(["-v", root])
+        r = self.run_ok(["-v", "--json", root])
         got = [l for l in lines(r.out_b) if b"red.js" in l]
         self.assertEqual(got, [("skipped %s/\\033[31mred.js (empty)" % root).encode(),
                                ("removed %s/\\033[31mred.js.gz" % root).encode(),
                                ("removed %s/\\033[31mred.js.br" % root).encode()])
         self.assertEqual(r.summary()["removed"], 2)
-        # Nothing left to remove: no count at all.
-        r = self.run_ok([root])
-        self.assertEqual(r.out_b, b"")
-        self.assertNotIn("removed", r.summary()["line"])
+        # Nothing left to remove (the summary line then leaves the count out: test_manifest.py)
+        r = self.run_ok(["--json", root])
+        self.assertEqual(len(r.out_lines), 1, r)
         self.assertEqual(r.summary()["removed"], 0)
 
     def test_count_without_v(self):
         root = self.odd_tree(forge=False)
         self.run_ok(["-q", root])
-        r = self.run_ok(["--max-ratio", "0.000000001", root])
-        self.assertEqual(r.out_b, b"")
+        r = self.run_ok(["--json", "--max-ratio", "0.000000001", root])
+        self.assertEqual(len(r.out_lines), 1, "no line but the summary without -v: %r" % r)
         self.assertEqual(r.summary()["removed"], 2 * len(ODD), r)
 
     def test_dry_run_says_would_remove_only(self):
@@ -429,20 +428,18 @@ class Removed(Base):
         self.run_ok(["-q", root])
         # A real run would print "removed" lines and count them (test above); a dry run lists
         # "would remove" and counts them among its changes instead.
-        r = self.run_ok(["-v", "-n", "--max-ratio", "0.000000001", root])
-        self.assertEqual(r.summary()["changes"], 2 * len(ODD))
-        r = self.run_ok(["-v", "--max-ratio", "0.000000001", root])
+        r = self.run_ok(["-v", "-n", "--json", "--max-ratio", "0.000000001", root])
+        s = r.summary()
+        self.assertIs(s["dry_run"], True)
+        self.assertEqual((s["changes"], s["removed"]), (2 * len(ODD), 2 * len(ODD)), r)
+        r = self.run_ok(["-v", "--json", "--max-ratio", "0.000000001", root])
         self.assertEqual(r.summary()["removed"], 2 * len(ODD), r)
         self.run_ok(["-q", root])
+        # the listing (no --json, which leaves it out; the summary line is test_manifest.py's)
         r = self.run_ok(["-v", "-n", "--max-ratio", "0.000000001", root])
         out = lines(r.out_b)
         self.assertFalse([l for l in out if l.startswith(b"removed ")], r)
         self.assertEqual(len([l for l in out if l.startswith(b"would remove ")]), 2 * len(ODD), r)
-        s = r.summary()
-        self.assertTrue(s["dry"])
-        self.assertEqual(s["removed"], 0)
-        self.assertNotIn(" removed", s["line"])
-        self.assertEqual(s["changes"], 2 * len(ODD))
 
     def test_count_follows_other_errors(self):
         """N failed, N other errors, N removed: a directory nobody can read gives the other error."""
@@ -453,11 +450,10 @@ class Removed(Base):
         self.run_ok(["-q", root])
         make_world_accessible(root)
         os.chmod(os.path.join(root, "closed"), 0)
-        r = self.run_nobody(["--max-ratio", "0.000000001", root])
+        r = self.run_nobody(["--json", "--max-ratio", "0.000000001", root])
         self.assertEqual(r.rc, 1, r)
         s = r.summary()
-        self.assertIsNotNone(s, r)
-        self.assertRegex(s["line"], r", 0 failed, 1 other error, %d removed; " % (2 * len(ODD)))
+        self.assertEqual((s["failed"], s["errors"], s["removed"], s["exit"]), (0, 1, 2 * len(ODD), 1), r)
 
 
 class JsonStdout(Base):

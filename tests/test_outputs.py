@@ -254,7 +254,7 @@ class Collision(PCTestCase):
         os.mkdir(d)
         snap = source_snapshot(root)
         man = self.path("m.json")
-        r = run(["--manifest", man, root])
+        r = run(["--json", "--manifest", man, root])
         self.assertEqual(r.rc, 1, r)
         errs = r.error_lines()
         self.assertEqual(len(errs), 1, "one line per failure: %r" % r)

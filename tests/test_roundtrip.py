@@ -110,7 +110,43 @@ class Streaming(PCTestCase):
 class Scheduling(PCTestCase):
     """Files that brotli streams (over 256 KiB) take tens of MiB each at quality 11 and start only
     while the memory budget holds them; small files of a directory run as one unit. Whatever
-    the order this gives, every output is the oracle's and the manifest is the same at any -j."""
+    the order this gives, every output is the oracle's and the manifest is the same at any -j.
+    The order itself: largest unit first, whatever the walk order (a scheduler that runs the
+    units as the walk found them fails test_largest_unit_first)."""
+
+    def test_largest_unit_first(self):
+        """The walk is over before the first unit starts (a tree of fewer entries than one walk
+        step takes), so the scheduler picks among all of them. At -j1 the units run one after
+        the other and -v prints each file as its unit ends: the -v order is the start order,
+        with no timing in it. The files over 64 KiB (each a unit of its own) must come largest
+        first, then the small files' unit (files of 64 KiB or less of one directory, 80 KiB
+        together). Their sizes are shuffled against their names, so that no walk order (by
+        name either way, files or directories first) is the largest-first order. At -j2 two
+        units start at once before any ends: the peak estimate in flight passes the largest
+        unit's alone."""
+        root = self.path("order")
+        big = {"n1.js": 300 << 10, "n2.js": 1536 << 10, "n3.js": 100 << 10, "n4.js": 600 << 10,
+               "n5.js": 200 << 10}
+        files = {rel: words_data(size, seed=60 + i) for i, (rel, size) in enumerate(sorted(big.items()))}
+        for i in range(40):
+            files["a/s%02d.css" % i] = words_data(1024 + 37 * i, seed=200 + i)
+        for rel, data in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+            with open(os.path.join(root, rel), "wb") as f:
+                f.write(data)
+        order = {}
+        peak = {}
+        for jobs in ("1", "2"):
+            r = self.run_ok(["-v", "--json", "--no-brotli", "-j", jobs, root])
+            order[jobs] = [os.path.relpath(l.split(" ", 2)[1], root) for l in r.out_lines[:-1]]
+            self.assertEqual(sorted(order[jobs]), sorted(files), r)
+            m = r.summary()["memory"]
+            self.assertEqual(m["ran_alone"], 0, m)
+            peak[jobs] = m["peak_estimate"]
+        want = sorted(big, key=big.get, reverse=True)
+        self.assertEqual(order["1"][:len(big)], want,
+                         "at -j1 the units must start largest first, not in the walk's order: %r" % order["1"])
+        self.assertGreater(peak["2"], peak["1"], "at -j2 two units never ran at once")
 
     def test_big_units_and_small_units_at_any_jobs(self):
         root = self.path("sched")

@@ -162,7 +162,7 @@ class DryRunCache(PCTestCase):
         cache = self.path("cache")
         for mode in (["-n"], ["--check"]):
             with self.subTest(mode=mode):
-                r = run(mode + ["--cache-dir", cache, root])
+                r = run(mode + ["-q", "--cache-dir", cache, root])
                 self.assertIn(r.rc, (0, 1), r)
                 self.assertFalse(os.path.lexists(cache), "%s created the cache directory" % mode)
                 self.assertEqual(r.error_lines(), [l for l in r.error_lines() if "cache" not in l], r)
@@ -685,7 +685,7 @@ class DeepTree(PCTestCase):
                 w = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=fd)
                 os.write(w, data)
                 os.close(w)
-            r = run(["--manifest", m, root])
+            r = run(["-q", "--manifest", m, root])
             self.assertEqual(r.rc, 0, r)
             self.assertEqual(r.error_lines(), [], r)
             for name, data in files.items():

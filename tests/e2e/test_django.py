@@ -41,7 +41,7 @@ import subprocess
 import urllib.parse
 import zlib
 
-from pctest import PROGRAM, SUMMARY_RE, PCTestCase, decode, fsb, is_own_output, main, run
+from pctest import PROGRAM, PCTestCase, decode, fsb, is_own_output, main, run
 
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)  # no cache from the environment changes the counts
 
@@ -374,20 +374,18 @@ class DjangoRecipe(PCTestCase):
         later = os.stat(os.path.join(project, "staticfiles", "site", "app.css")).st_mtime + 5
         os.utime(src, (later, later))
         self.collectstatic(project)
-        r = run(INCREMENTAL, cwd=project)
+        r = run(["--json"] + INCREMENTAL, cwd=project)  # the counts: --json
         self.assertEqual(r.rc, 0, r)
-        m = [SUMMARY_RE.match(line) for line in r.err_lines]
-        m = [x for x in m if x]
-        self.assertTrue(m, r)
-        unchanged = int(m[-1].group("unchanged") or 0)
-        self.assertGreater(unchanged, 100, "deploy 2 should find most files unchanged: %s" % m[-1].group(0))
+        s = r.summary()
+        self.assertGreater(s["unchanged"], 100, "deploy 2 should find most files unchanged: %s" % s)
         second = self.check_served(project, "deploy 2", stale=[first["site/app.css"]])
         self.assertNotEqual(first["site/app.css"], second["site/app.css"], "the edit did not change the hash")
         # the new hashed CSS got its outputs; the old one is still there, still served compressed
         for rel in (first["site/app.css"], second["site/app.css"]):
             full = os.path.join(project, "staticfiles", rel)
             self.assertTrue(os.path.isfile(full + ".br") and os.path.isfile(full + ".gz"), rel)
-        COUNTS.append("django deploy 2: %s" % m[-1].group(0))
+        COUNTS.append("django deploy 2: %d files, %d compressed, %d unchanged, %d skipped, %d failed"
+                      % (s["files"], s["compressed"], s["unchanged"], sum(s["skipped"].values()), s["failed"]))
 
 
 if __name__ == "__main__":
