@@ -711,7 +711,8 @@ static void load_keys(pc__store_t *c, sqlite3 *db) {
     c->keys[c->nkeys++] = key_prefix(k);
   }
   sqlite3_finalize(s);
-  qsort(c->keys, c->nkeys, sizeof(*c->keys), cmp_u64);
+  if (c->nkeys > 0) /* qsort(NULL, 0) is undefined, however harmless */
+    qsort(c->keys, c->nkeys, sizeof(*c->keys), cmp_u64);
   c->keys_loaded = 1;
   return;
 fail:
@@ -902,7 +903,8 @@ int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
   make_key(c, k, key);
   if (c->keys_loaded) {
     uint64_t p = key_prefix(key);
-    if (bsearch(&p, c->keys, c->nkeys, sizeof(*c->keys), cmp_u64) == NULL)
+    if (c->nkeys == 0 ||
+        bsearch(&p, c->keys, c->nkeys, sizeof(*c->keys), cmp_u64) == NULL)
       return 0;
   }
   if ((rd = reader_get(c)) == NULL)
