@@ -15,6 +15,7 @@
 
 #include "store.h"
 #include "codec.h"
+#include "incremental.h"
 #include "out.h"
 
 #include <dirent.h>
