@@ -16,13 +16,13 @@
 #include "store.h"
 #include "codec.h"
 #include "incremental.h"
+#include "machine.h"
 #include "out.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +32,6 @@
  */
 #define WALK_BUDGET 256
 #define PROGRESS_MS 200
-#define FDS_PER_JOB 8
-#define POOL_STACK ((size_t)8 << 20) /* libuv's threadpool.c */
-#define MEM_PER_JOB ((size_t)64 << 20)
-#define MEM_BASE ((size_t)48 << 20)
-#define LOOP_FDS 16
 /* Files up to BATCH_FILE travel in units of up to BATCH_FILES files or
  * BATCH_BYTES bytes of one directory. A unit of gzip -9 work is then a few
  * milliseconds (brotli 11: a quarter second), far above the cost of a pool
@@ -1004,36 +999,6 @@ static void free_run(pc__run_t *r) {
   pc__store_close((pc__store_t *)r->cfg.cache);
 }
 
-static void probe_wait(void *arg) {
-  uv_sem_wait(arg);
-}
-
-/* How many of `want` threads with libuv's pool stack size can run at once
- * (all are started, then released and joined).
- */
-static unsigned probe_threads(unsigned want) {
-  uv_thread_t t[PC_JOBS_MAX];
-  uv_thread_options_t o;
-  uv_sem_t go;
-  unsigned n, i;
-
-  if (want > PC__ARRAY_SIZE(t))
-    want = PC__ARRAY_SIZE(t);
-  if (uv_sem_init(&go, 0) != 0)
-    return 0;
-  o.flags = UV_THREAD_HAS_STACK_SIZE;
-  o.stack_size = POOL_STACK;
-  for (n = 0; n < want; n++)
-    if (uv_thread_create_ex(&t[n], &o, probe_wait, &go) != 0)
-      break;
-  for (i = 0; i < n; i++)
-    uv_sem_post(&go);
-  for (i = 0; i < n; i++)
-    uv_thread_join(&t[i]);
-  uv_sem_destroy(&go);
-  return n;
-}
-
 /* libuv sizes its pool once, at first use, from UV_THREADPOOL_SIZE. */
 static void size_pool(unsigned jobs) {
   char buf[16];
@@ -1084,54 +1049,8 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
     goto out;
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
-  {
-    /* A job holds at most FDS_PER_JOB descriptors at once (its source,
-     * an identical file, three temp files, three outputs or cache entries
-     * to copy from); the loop needs a few of its own. Fewer jobs, not
-     * EMFILE failures, under a low `ulimit -n`.
-     */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-      rlim_t room = rl.rlim_cur > LOOP_FDS ? rl.rlim_cur - LOOP_FDS : 0;
-      unsigned most = (unsigned)(room / FDS_PER_JOB);
-      /* libuv aborts when it cannot make its pipes: refuse first. */
-      if (most < 1) {
-        err = -EMFILE;
-        goto out;
-      }
-      if (r->jobs > most)
-        r->jobs = most;
-    }
-  }
-  {
-    /* libbrotlienc aborts when an allocation fails, so under a finite
-     * address-space limit (ulimit -v) run only as many jobs as the limit
-     * can hold: each a pool thread's stack plus what brotli 11 takes for
-     * a file of a few MiB.
-     */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-      rlim_t room = rl.rlim_cur > MEM_BASE ? rl.rlim_cur - MEM_BASE : 0;
-      unsigned most = (unsigned)(room / (POOL_STACK + MEM_PER_JOB));
-      if (most < 1)
-        most = 1;
-      if (r->jobs > most)
-        r->jobs = most;
-    }
-  }
-  {
-    /* libuv aborts when its pool cannot start a thread (each has an
-     * 8 MiB stack), as under a low `ulimit -v`: see how many start, and
-     * keep half of them when not all did, leaving room for the codecs.
-     */
-    unsigned got = probe_threads(r->jobs);
-    if (got == 0) {
-      err = -EAGAIN;
-      goto out;
-    }
-    if (got < r->jobs)
-      r->jobs = got / 2 > 0 ? got / 2 : 1;
-  }
+  if ((err = pc__limit_jobs(&r->jobs)) != 0)
+    goto out;
   r->cfg.jobs = r->jobs;
   if ((err = pc__spares_new(&r->cfg.spares, r->jobs, opts->level[PC_GZ])) != 0)
     goto out;
