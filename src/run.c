@@ -2,14 +2,13 @@
  *
  * The loop thread owns every piece of shared state here: the walk, the
  * heaps of pending units, the results and the counters. A unit is one file,
- * or up to BATCH_FILES small files of one directory chained on the first.
+ * or up to PC__BATCH_FILES small files of one directory chained on the first.
  * Workers get one unit each through uv_queue_work() and touch nothing else;
  * after_work() brings it back to this thread, which records its files and
  * submits the next unit. libuv's queue is unbounded and first-in
  * first-out, so we keep at most `jobs` units in it and choose the next
- * ourselves: the largest pending one, so that a big file does not start
- * last and finish alone, unless its encoders would overrun the memory
- * budget (schedule()).
+ * ourselves (schedule.h: largest first, small files in units, within the
+ * memory limit); schedule() here only hands what it picks to the pool.
  */
 #include "run.h"
 
@@ -32,16 +31,6 @@
  */
 #define WALK_BUDGET 256
 #define PROGRESS_MS 200
-/* Files up to BATCH_FILE travel in units of up to BATCH_FILES files or
- * BATCH_BYTES bytes of one directory. A unit of gzip -9 work is then a few
- * milliseconds (brotli 11: a quarter second), far above the cost of a pool
- * hand-off, and still small beside a run: the largest-first order and the
- * balance at the end are kept.
- */
-#define BATCH_FILE ((uint64_t)64 << 10)
-#define BATCH_BYTES ((uint64_t)256 << 10)
-#define BATCH_FILES 64
-
 /* Peak memory of a job (encoders and buffers) on the file alone. */
 static uint64_t job_mem(const pc__run_t *r, const pc__job_t *j) {
   return pc__job_mem(&r->cfg, j->size);
@@ -198,48 +187,20 @@ static void requeue(pc__run_t *r, pc__job_t *j) {
   }
 }
 
-/* 1 if the two jobs' files are in the same directory of the same root. */
-static int same_dir(const pc__job_t *a, const pc__job_t *b) {
-  const char *ra = a->fullpath + a->rel_off, *rb = b->fullpath + b->rel_off;
-  const char *sa = strrchr(ra, '/'), *sb = strrchr(rb, '/');
-  size_t la = sa != NULL ? (size_t)(sa - ra) : 0;
-  size_t lb = sb != NULL ? (size_t)(sb - rb) : 0;
-  return a->root == b->root && la == lb && memcmp(ra, rb, la) == 0;
-}
-
-/* Hands the gathered small files on as one unit (end of a directory). */
-static void flush_batch(pc__run_t *r) {
-  pc__job_t *head = r->batch.head;
-  if (head == NULL)
-    return;
-  r->batch.head = r->batch.tail = NULL;
-  r->batch.n = 0;
-  requeue(r, head);
-}
-
-/* A file to compress. Takes ownership of job. */
+/* A file to compress, into the scheduler's units. Takes ownership of job. */
 static void push_job(pc__run_t *r, pc__job_t *j) {
   j->weight = j->size;
   j->mem = job_mem(r, j);
   r->progress.files_total++;
   r->progress.bytes_total += j->size;
-  if (j->size > BATCH_FILE) {
-    requeue(r, j);
-    return;
-  }
-  if (r->batch.head != NULL && !same_dir(r->batch.head, j))
-    flush_batch(r);
-  if (r->batch.head == NULL) {
-    r->batch.head = j;
-  } else {
-    r->batch.tail->batch = j;
-    r->batch.head->weight += j->size;
-    if (r->batch.head->mem < j->mem)
-      r->batch.head->mem = j->mem;
-  }
-  r->batch.tail = j;
-  if (++r->batch.n >= BATCH_FILES || r->batch.head->weight >= BATCH_BYTES)
-    flush_batch(r);
+  if (pc__sched_add(&r->sched, j) != 0)
+    r->fatal = -ENOMEM;
+}
+
+/* Hands the gathered small files on as one unit. */
+static void flush_batch(pc__run_t *r) {
+  if (pc__sched_flush(&r->sched) != 0)
+    r->fatal = -ENOMEM;
 }
 
 static void work_cb(uv_work_t *req) {
@@ -397,9 +358,6 @@ static void maybe_finish(pc__run_t *r) {
       r->walk_done = 1;
     }
     pc__sched_drop(&r->sched, 0);
-    pc__job_free(r->batch.head);
-    r->batch.head = r->batch.tail = NULL;
-    r->batch.n = 0;
   }
   if (r->walk_done && pc__sched_pending(&r->sched) == 0 &&
       r->sched.in_flight == 0)
@@ -646,7 +604,7 @@ static void on_idle(uv_idle_t *h) {
     progress(r);
   }
   /* A worker would idle: hand on what is gathered rather than wait. */
-  if (r->sched.small.n == 0 && r->sched.in_flight < r->jobs)
+  if (pc__sched_idle(&r->sched))
     flush_batch(r);
   schedule(r);
   maybe_finish(r);
@@ -976,7 +934,6 @@ static void free_run(pc__run_t *r) {
 
   pc__walk_free(r->walk);
   pc__sched_drop(&r->sched, 1);
-  pc__job_free(r->batch.head);
   free(r->slots);
   for (i = 0; i < r->nrecs; i++) {
     if (!r->recs[i].borrowed)
