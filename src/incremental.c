@@ -99,3 +99,15 @@ int pc__incremental_check(pc__job_t *j) {
   j->prev = NULL; /* checked: a run again (after a dedupe wait) does not */
   return 0;
 }
+
+const pc__prev_rec_t *pc__incremental_lookup(const pc__prev_t *prev,
+                                             size_t *hint, unsigned formats,
+                                             uint32_t root, const char *rel,
+                                             int dfd, const char *name,
+                                             const struct stat *st,
+                                             unsigned absent) {
+  const pc__prev_rec_t *p = pc__prev_next(prev, root, rel, hint);
+  if (p == NULL || !pc__outputs_current(formats, p, dfd, name, st, absent))
+    return NULL;
+  return p;
+}

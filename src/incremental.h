@@ -18,6 +18,17 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
                         const char *name, const struct stat *st,
                         unsigned absent);
 
+/* On the loop thread, for a file the walk statted: the earlier manifest's
+ * record of `rel` below root `root` (pc__prev_next, `hint` its cursor)
+ * when it still holds per pc__outputs_current(), else NULL.
+ */
+const pc__prev_rec_t *pc__incremental_lookup(const pc__prev_t *prev,
+                                             size_t *hint, unsigned formats,
+                                             uint32_t root, const char *rel,
+                                             int dfd, const char *name,
+                                             const struct stat *st,
+                                             unsigned absent);
+
 /* On the worker, for a job the walk handed on unstatted (j->prev): 1 when
  * that settles it (j->outcome, or the job's error), 0 to compress it now.
  */

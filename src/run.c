@@ -372,18 +372,14 @@ static void maybe_finish(pc__run_t *r) {
  */
 
 /* The earlier manifest's record of this file when it still holds
- * (pc__outputs_current), else NULL.
+ * (incremental.h), else NULL.
  */
 static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
                                            const char *rel,
                                            const struct stat *st,
                                            unsigned absent) {
-  const pc__prev_rec_t *p =
-      pc__prev_next(r->prev, e->root, rel, &r->prev_hint);
-  if (p == NULL || !pc__outputs_current(r->cfg.formats, p, e->dfd, e->name,
-                                        st, absent))
-    return NULL;
-  return p;
+  return pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.formats,
+                                e->root, rel, e->dfd, e->name, st, absent);
 }
 
 /* A regular file (per the listing) that the earlier manifest records and
