@@ -959,18 +959,10 @@ static void size_pool(unsigned jobs) {
   uv_os_setenv("UV_THREADPOOL_SIZE", buf);
 }
 
-int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
-  pc__run_t *r;
-  size_t k;
-  int err, f, loop_open = 0;
+/* The run's fixed configuration, from the options: what every job reads. */
+static void init_cfg(pc__run_t *r, const pc_options_t *opts) {
+  int f;
 
-  if (totals != NULL)
-    memset(totals, 0, sizeof(*totals));
-  if ((err = pc_options_check(opts, NULL)) != 0)
-    return err;
-  r = calloc(1, sizeof(*r));
-  if (r == NULL)
-    return -ENOMEM;
   r->opts = opts;
   /* No file made before this instant has a later ctime (the kernel stamps
    * with the coarse clock, or a finer one, never ahead of this one).
@@ -989,79 +981,95 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   atomic_init(&r->cfg.stop, 0);
   atomic_init(&r->stop_signo, 0);
   atomic_init(&r->stop_on, 0);
-  {
-    /* One run at a time: libuv's pool, which it sizes and fills, is the
-     * process's (precompress.h).
-     */
-    pc__run_t *none = NULL;
-    if (!atomic_compare_exchange_strong(&active, &none, r)) {
-      free(r);
-      return -EBUSY;
-    }
-  }
+}
+
+/* The workers' side of the run: how many (the process's limits), the
+ * codec states they share, the pool's slots, the scheduler and dedupe
+ * within the memory limit.
+ */
+static int setup_workers(pc__run_t *r) {
+  const pc_options_t *opts = r->opts;
+  uint64_t limit = opts->memory_limit;
+  size_t k;
+  int err;
+
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
-    goto out;
+    return err;
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
   if ((err = pc__limit_jobs(&r->jobs)) != 0)
-    goto out;
+    return err;
   r->cfg.jobs = r->jobs;
   if ((err = pc__spares_new(&r->cfg.spares, r->jobs, opts->level[PC_GZ])) != 0)
-    goto out;
-  if ((r->slots = calloc(r->jobs, sizeof(*r->slots))) == NULL) {
-    err = -ENOMEM;
-    goto out;
-  }
+    return err;
+  if ((r->slots = calloc(r->jobs, sizeof(*r->slots))) == NULL)
+    return -ENOMEM;
   for (k = r->jobs; k > 0; k--) {
     r->slots[k - 1].run = r;
     r->slots[k - 1].next_free = r->free_slots;
     r->free_slots = &r->slots[k - 1];
   }
-  {
-    uint64_t limit = opts->memory_limit;
-    if (limit == 0) {
-      pc_memlimit_t m;
-      pc_default_memory_limit(&m);
-      limit = m.limit;
-    }
-    pc__sched_init(&r->sched, r->jobs, limit);
-    pc__dedup_budget(r->cfg.dedup, limit);
+  if (limit == 0) {
+    pc_memlimit_t m;
+    pc_default_memory_limit(&m);
+    limit = m.limit;
   }
-  {
-    const char *const *skip = opts->skip_ext;
-    size_t nskip = opts->nskip_ext;
-    if (skip == NULL)
-      skip = pc_default_skip_ext(&nskip);
-    if ((err = pc__select_init(&r->sel, opts, skip, nskip)) != 0)
-      goto out;
-  }
+  pc__sched_init(&r->sched, r->jobs, limit);
+  pc__dedup_budget(r->cfg.dedup, limit);
+  return 0;
+}
+
+/* What the walk meets: the filter chain, the roots, the manifest (and the
+ * earlier one's records), the cache. A failure about a named file puts
+ * its name in totals->err_path.
+ */
+static int setup_inputs(pc__run_t *r, pc_totals_t *totals) {
+  const pc_options_t *opts = r->opts;
+  const char *const *skip = opts->skip_ext;
+  size_t nskip = opts->nskip_ext;
+  int err;
+
+  if (skip == NULL)
+    skip = pc_default_skip_ext(&nskip);
+  if ((err = pc__select_init(&r->sel, opts, skip, nskip)) != 0)
+    return err;
   if ((err = make_roots(r)) != 0)
-    goto out;
+    return err;
   if ((err = open_manifest(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->manifest;
-    goto out;
+    return err;
   }
   if (opts->cache_dir != NULL && (err = open_cache(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->cache_dir;
-    goto out;
+    return err;
   }
+  return 0;
+}
+
+/* The loop: its handles, then the walk and every job until both are done.
+ * *loop_open is set once the loop is open (it then ran): the result is the
+ * run's so far (0, PC_EINTERRUPTED or a fatal error); before, the loop's
+ * own error.
+ */
+static int walk_and_dispatch(pc__run_t *r, int *loop_open) {
+  int err;
 
   size_pool(r->jobs);
   if ((err = uv_loop_init(&r->loop)) != 0)
-    goto out;
+    return err;
   uv_idle_init(&r->loop, &r->idle);
   uv_timer_init(&r->loop, &r->timer);
   uv_async_init(&r->loop, &r->stop_async, on_stop);
-  loop_open = 1;
+  *loop_open = 1;
   /* A request made before the handle was open is acted on now. */
   atomic_store(&r->stop_on, 1);
   if (atomic_load(&r->stop_signo) != 0)
     uv_async_send(&r->stop_async);
-  if (opts->on_progress != NULL)
+  if (r->opts->on_progress != NULL)
     uv_timer_start(&r->timer, on_timer, PROGRESS_MS, PROGRESS_MS);
 
-  if ((err = pc__walk_new(&r->walk, r->roots, r->nroots, opts->follow)) !=
+  if ((err = pc__walk_new(&r->walk, r->roots, r->nroots, r->opts->follow)) !=
       0) {
     r->fatal = err;
     r->walk_done = 1;
@@ -1070,14 +1078,17 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     uv_idle_start(&r->idle, on_idle);
   }
   uv_run(&r->loop, UV_RUN_DEFAULT);
+  if (r->fatal != 0)
+    return r->fatal;
+  return r->stopping ? PC_EINTERRUPTED : 0;
+}
 
-  if (r->fatal != 0) {
-    err = r->fatal;
-  } else if (r->stopping) {
-    err = PC_EINTERRUPTED;
-  } else {
-    err = 0;
-  }
+/* After the loop: the manifest, the cache's trim, the totals. `err` is the
+ * loop's result; the run's is returned.
+ */
+static int finish_run(pc__run_t *r, int err, pc_totals_t *totals) {
+  const pc_options_t *opts = r->opts;
+
   r->progress.walk_done = 1;
   progress(r);
   if ((err == 0 || err == PC_EINTERRUPTED) &&
@@ -1116,8 +1127,33 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   r->totals.ran_alone = r->sched.alone;
   if (totals != NULL)
     *totals = r->totals;
+  return err;
+}
 
-out:
+int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
+  pc__run_t *r, *none = NULL;
+  int err, loop_open = 0;
+
+  if (totals != NULL)
+    memset(totals, 0, sizeof(*totals));
+  if ((err = pc_options_check(opts, NULL)) != 0)
+    return err;
+  if ((r = calloc(1, sizeof(*r))) == NULL)
+    return -ENOMEM;
+  init_cfg(r, opts);
+  /* One run at a time: libuv's pool, which it sizes and fills, is the
+   * process's (precompress.h).
+   */
+  if (!atomic_compare_exchange_strong(&active, &none, r)) {
+    free(r);
+    return -EBUSY;
+  }
+  if ((err = setup_workers(r)) == 0 && (err = setup_inputs(r, totals)) == 0) {
+    err = walk_and_dispatch(r, &loop_open);
+    if (loop_open) /* the loop ran: its result, then the manifest's part */
+      err = finish_run(r, err, totals);
+  }
+
   atomic_store(&active, NULL);
   while (atomic_load(&stoppers) != 0)
     sched_yield(); /* a pc_stop() on another thread, a few instructions */
