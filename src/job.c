@@ -1,10 +1,12 @@
-/* The worker side of one file.
+/* The worker side of one file, as phases (job_run); the incremental
+ * check, dedupe, the cache and settling are each their own file's.
  *
  * The file is read once, in chunks, and every enabled encoder is fed from
  * the same chunk. Output collects in memory and spills to the format's temp
- * file once it passes PC__SPILL, so memory per job stays near PC__CHUNK + PC__SPILL per
- * format whatever the file's size. A format whose output already exceeds
- * what the keep rule allows is dropped at once: its output only grows.
+ * file once it passes PC__SPILL, so memory per job stays near PC__CHUNK +
+ * PC__SPILL per format whatever the file's size. A format whose output
+ * already exceeds what the keep rule allows is dropped at once: its output
+ * only grows.
  *
  * Before compressing, the file is hashed and its content claimed (dedup.h).
  * A file up to PC__CHUNK is read whole for that and compressed from the same
@@ -20,8 +22,10 @@
 #include "work.h"
 
 #include <fcntl.h>
+#if PC_HAVE_OPENAT2
 #include <linux/openat2.h>
 #include <sys/syscall.h>
+#endif
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,13 +135,17 @@ static int open_each(int dirfd, const char *dir) {
 }
 
 static int open_beneath(const pc__job_t *j, int dirfd, const char *dir) {
+  int fd = -1;
+#if PC_HAVE_OPENAT2
   struct open_how how;
-  int fd;
 
   memset(&how, 0, sizeof(how));
   how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
   how.resolve = j->cfg->follow ? 0 : RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
   fd = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
+#else
+  errno = ENOSYS; /* built without openat2: as a kernel that lacks it */
+#endif
   if (fd < 0 && (errno == ENOSYS || errno == EPERM))
     fd = j->cfg->follow
              ? openat(dirfd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)

@@ -137,11 +137,13 @@ static unsigned quota_cpus(const char *root) {
 }
 
 unsigned pc_default_jobs(void) {
-  cpu_set_t set;
   unsigned n = 0, q;
+#if PC_HAVE_SCHED_GETAFFINITY
+  cpu_set_t set;
 
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     n = (unsigned)CPU_COUNT(&set);
+#endif
   if (n == 0) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     n = c > 0 ? (unsigned)c : 1;
