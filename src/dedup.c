@@ -238,8 +238,8 @@ static int same_bytes(pc__job_t *j, int fd, const unsigned char *whole,
     return 0;
   }
   if ((b = malloc(left < PC__CHUNK ? (size_t)left : PC__CHUNK)) == NULL ||
-      (whole == NULL && (a = malloc(left < PC__CHUNK ? (size_t)left : PC__CHUNK)) ==
-                            NULL)) {
+      (whole == NULL &&
+       (a = malloc(left < PC__CHUNK ? (size_t)left : PC__CHUNK)) == NULL)) {
     ret = -ENOMEM;
     goto out;
   }

@@ -82,7 +82,7 @@ int pc__incremental_check(pc__job_t *j) {
   if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
     j->skip = st.st_size == 0 ? PC_SKIP_EMPTY : PC_SKIP_MIN_SIZE;
     j->prev = NULL;
-    return 0; /* its old outputs are stale now: job_run removes them */
+    return 0; /* its old outputs are stale now: the job removes them */
   }
   if (pc__outputs_current(c->formats, j->prev, j->pdir, base, &st,
                           j->absent)) {
