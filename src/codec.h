@@ -46,7 +46,7 @@ uint64_t pc__enc_mem(pc_format_t fmt, int level, pc_gzip_engine_t engine,
  */
 #define PC__ZSTD_MT_MIN ((uint64_t)32 << 20)
 
-/* Inputs up to this size reach the encoders in one call (job.c's CHUNK). */
+/* Inputs up to this size reach the encoders in one call (PC__CHUNK). */
 #define PC__WHOLE_MAX ((uint64_t)1 << 18)
 
 /* Compresses n bytes of input, appending output to `dst`. `last` finishes

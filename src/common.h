@@ -32,10 +32,16 @@ static inline int64_t pc__ns(struct timespec t) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* 128-bit products for the keep rule. __extension__: ISO C has no such
+ * type, and -Wpedantic (warning_level=3) says so; gcc and clang have it on
+ * every 64-bit target.
+ */
+__extension__ typedef unsigned __int128 pc__u128;
+
 /* Keep rule: out * den <= in * num, in 128-bit so no product overflows. */
 static inline int pc__keep(uint64_t in, uint64_t out, uint64_t num,
                            uint64_t den) {
-  return in > 0 && (unsigned __int128)out * den <= (unsigned __int128)in * num;
+  return in > 0 && (pc__u128)out * den <= (pc__u128)in * num;
 }
 
 /* The largest output that still passes the keep rule for an input of `in`
@@ -43,7 +49,7 @@ static inline int pc__keep(uint64_t in, uint64_t out, uint64_t num,
  */
 static inline uint64_t pc__keep_limit(uint64_t in, uint64_t num,
                                       uint64_t den) {
-  unsigned __int128 lim = (unsigned __int128)in * num / den;
+  pc__u128 lim = (pc__u128)in * num / den;
   return lim > UINT64_MAX ? UINT64_MAX : (uint64_t)lim;
 }
 

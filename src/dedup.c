@@ -1,6 +1,11 @@
 #include "dedup.h"
 
 #include "index.h"
+#include "work.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -157,4 +162,255 @@ int pc__dedup_result(pc__dedup_t *d, pc__content_t *c, int *ok,
   memcpy(out, c->out, sizeof(c->out));
   uv_mutex_unlock(&d->lock);
   return done;
+}
+
+/* --- The worker side ------------------------------------------------- */
+
+/* Hashes the whole file. A file up to PC__CHUNK stays in *whole (malloc'd)
+ * to be compressed from; a larger one is read in chunks and the descriptor
+ * rewound.
+ */
+static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
+                     uint64_t h[2]) {
+  XXH128_hash_t x;
+  unsigned char *buf;
+  int err = 0;
+
+  *whole = NULL;
+  if (j->size <= PC__CHUNK) {
+    if ((buf = malloc(j->size)) == NULL)
+      return -ENOMEM;
+    if ((err = pc__read_full(fd, buf, j->size, -1)) != 0) {
+      free(buf);
+      return err;
+    }
+    x = XXH3_128bits(buf, j->size);
+    *whole = buf;
+  } else {
+    XXH3_state_t *st = XXH3_createState();
+    uint64_t left = j->size;
+    buf = malloc(PC__CHUNK);
+    if (st == NULL || buf == NULL) {
+      err = -ENOMEM;
+      goto big_out;
+    }
+    XXH3_128bits_reset(st);
+    while (left > 0 && err == 0) {
+      size_t n = left < PC__CHUNK ? (size_t)left : PC__CHUNK;
+      if ((err = pc__read_full(fd, buf, n, -1)) == 0) {
+        XXH3_128bits_update(st, buf, n);
+        left -= n;
+      }
+      if (err == 0 && pc__job_stopping(j))
+        err = PC_EINTERRUPTED;
+    }
+    if (err == 0 && lseek(fd, 0, SEEK_SET) != 0)
+      err = PC__ERRNO();
+    x = XXH3_128bits_digest(st);
+  big_out:
+    XXH3_freeState(st);
+    free(buf);
+    if (err != 0)
+      return err;
+  }
+  h[0] = x.low64;
+  h[1] = x.high64;
+  return 0;
+}
+
+/* 1 if the file at `other` holds the same bytes as ours (in `whole`, or
+ * read from fd, which is rewound), 0 if not, or a negative code for an
+ * error reading our own file.
+ */
+static int same_bytes(pc__job_t *j, int fd, const unsigned char *whole,
+                      const char *other) {
+  unsigned char *a = NULL, *b = NULL;
+  uint64_t left = j->size;
+  struct stat st;
+  int ofd, ret = 1, err;
+
+  ofd = open(other, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (ofd < 0)
+    return 0;
+  if (fstat(ofd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      (uint64_t)st.st_size != j->size) {
+    close(ofd);
+    return 0;
+  }
+  if ((b = malloc(left < PC__CHUNK ? (size_t)left : PC__CHUNK)) == NULL ||
+      (whole == NULL &&
+       (a = malloc(left < PC__CHUNK ? (size_t)left : PC__CHUNK)) == NULL)) {
+    ret = -ENOMEM;
+    goto out;
+  }
+  while (left > 0 && ret == 1) {
+    size_t n = left < PC__CHUNK ? (size_t)left : PC__CHUNK;
+    const unsigned char *mine = whole + (j->size - left);
+    if (whole == NULL) {
+      if ((err = pc__read_full(fd, a, n, -1)) != 0) {
+        ret = err;
+        break;
+      }
+      mine = a;
+    }
+    if (pc__read_full(ofd, b, n, -1) != 0 || memcmp(mine, b, n) != 0)
+      ret = 0;
+    left -= n;
+  }
+  if (whole == NULL && ret >= 0 && lseek(fd, 0, SEEK_SET) != 0)
+    ret = PC__ERRNO();
+out:
+  free(a);
+  free(b);
+  close(ofd);
+  return ret;
+}
+
+/* Writes the leader's kept outputs into our temp files from the copy the
+ * leader published (dedup.h), never from its files. 0 when every kept
+ * output was written, 1 when the leader kept no copy of one (too big, or
+ * the budget spent): then the caller compresses instead. Negative on our
+ * own write errors.
+ */
+static int copy_outputs(pc__job_t *j, pc__fmt_t *fs,
+                        const pc_output_t *lo, const pc__content_t *c) {
+  int f, err;
+
+  /* Every kept format's bytes must be there, or the follower compresses:
+   * a partial copy would mix a copied .gz with a fresh .br for nothing.
+   */
+  for (f = 0; f < PC_NFORMATS; f++)
+    if ((j->cfg->formats & PC_FMT_BIT(f)) && lo[f].state == PC_OUT_KEPT &&
+        c->bytes[f] == NULL && !j->cfg->dry_run)
+      return 1;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    pc__fmt_t *s = &fs[f];
+    if (!(j->cfg->formats & PC_FMT_BIT(f)) || lo[f].state != PC_OUT_KEPT)
+      continue;
+    s->total = lo[f].size;
+    if (j->cfg->dry_run)
+      continue; /* nothing to write */
+    if ((err = pc__out_open(&s->out, j->pdir, s->base)) != 0 ||
+        (err = pc__out_write(&s->out, c->bytes[f], lo[f].size)) != 0) {
+      pc__job_fail(j, err, s->final);
+      return err;
+    }
+  }
+  return 0;
+}
+
+/* Outputs from an identical file, when the leader succeeded and the bytes
+ * really are equal. 1 when done, 0 to compress instead, negative on error.
+ */
+static int try_copy(pc__job_t *j, int fd, const unsigned char *whole,
+                    pc__fmt_t *fs) {
+  pc_output_t lo[PC_NFORMATS];
+  int ok, r, f;
+
+  if (!pc__dedup_result(j->cfg->dedup, j->content, &ok, lo) || !ok)
+    return 0;
+  if ((r = same_bytes(j, fd, whole, j->content->leader)) != 1)
+    return r;
+  r = copy_outputs(j, fs, lo, j->content);
+  if (r != 0) {
+    for (f = 0; f < PC_NFORMATS; f++)
+      pc__out_discard(&fs[f].out);
+    return r < 0 ? r : 0;
+  }
+  for (f = 0; f < PC_NFORMATS; f++) {
+    if (!(j->cfg->formats & PC_FMT_BIT(f)))
+      continue;
+    j->out[f].state = lo[f].state == PC_OUT_KEPT ? PC_OUT_KEPT : PC_OUT_RATIO;
+    j->out[f].size = lo[f].state == PC_OUT_KEPT ? lo[f].size : 0;
+  }
+  j->copied = 1;
+  return 1;
+}
+
+int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole,
+                   uint64_t h[2], int *have_hash, pc__fmt_t *fs) {
+  int err, r = 0;
+
+  if (j->size > 0 && j->cfg->dedup != NULL) {
+    if (j->content == NULL) {
+      pc__claim_t how;
+      if ((err = hash_file(j, fd, whole, h)) != 0 ||
+          (err = pc__dedup_claim(j->cfg->dedup, j->size, h, j->fullpath,
+                                 &j->content, &how)) != 0) {
+        pc__job_fail(j, err, NULL);
+        return 1;
+      }
+      *have_hash = 1;
+      if (how == PC__CLAIM_WAIT) {
+        j->wait = 1;
+        return 1;
+      }
+      j->lead = how == PC__CLAIM_LEAD;
+    }
+    if (!j->lead && (r = try_copy(j, fd, *whole, fs)) < 0) {
+      pc__job_fail(j, r, NULL);
+      return 1;
+    }
+    if (!j->lead && r == 0 && *whole == NULL && lseek(fd, 0, SEEK_SET) != 0) {
+      pc__job_fail(j, PC__ERRNO(), NULL);
+      return 1;
+    }
+  }
+  if (j->content != NULL && !*have_hash) {
+    h[0] = j->content->h[0]; /* a follower back from waiting */
+    h[1] = j->content->h[1];
+    *have_hash = 1;
+  }
+  return 0;
+}
+
+/* A leader's copy of its kept output, for files with the same bytes to
+ * write from (dedup.h): from memory, or read back through the temp's own
+ * descriptor before its rename, never through a name. Best effort, within
+ * the table's budget: without it followers compress.
+ */
+void pc__dedup_keep(pc__job_t *j, pc__fmt_t *s,
+                               uint64_t n) {
+  unsigned char *p;
+  uint64_t done = 0;
+
+  if (n > SIZE_MAX || !pc__dedup_reserve(j->cfg->dedup, n))
+    return;
+  if ((p = malloc(n ? (size_t)n : 1)) == NULL)
+    goto undo;
+  if (s->mem != NULL) {
+    memcpy(p, s->mem, (size_t)n);
+  } else {
+    while (done < n) {
+      ssize_t r = pread(s->out.fd, p + done, (size_t)(n - done), (off_t)done);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        break;
+      done += (uint64_t)r;
+    }
+    if (done != n) {
+      free(p);
+      goto undo;
+    }
+  }
+  s->keep = p;
+  return;
+undo:
+  /* Published as not kept: the reservation goes back with it. */
+  s->keep = NULL;
+  pc__dedup_unreserve(j->cfg->dedup, n);
+}
+
+void pc__dedup_lead_done(pc__job_t *j, pc__fmt_t *fs) {
+  unsigned char *keep[PC_NFORMATS];
+  int f;
+
+  if (!j->lead)
+    return;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    keep[f] = fs[f].keep;
+    fs[f].keep = NULL;
+  }
+  pc__dedup_publish(j->cfg->dedup, j->content, j->err == 0, j->out, keep);
 }

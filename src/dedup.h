@@ -85,4 +85,30 @@ void pc__dedup_publish(pc__dedup_t *d, pc__content_t *c, int ok,
 int pc__dedup_result(pc__dedup_t *d, pc__content_t *c, int *ok,
                      pc_output_t *out);
 
+/* --- The worker side (a job: work.h) --- */
+
+struct pc__job;
+struct pc__fmt;
+
+/* The job's dedupe phase, its source open as fd: hashes the file into h
+ * (*whole: the whole file when it fits PC__CHUNK, malloc'd, the caller's
+ * to free) and claims the content; a follower whose leader is done writes
+ * the leader's outputs (j->copied) when the bytes are the same. 1 when the
+ * job stops here (an error recorded, or j->wait: park it until the leader
+ * is done), 0 to go on (compressing unless j->copied). A follower back
+ * from waiting takes the hash from its claim.
+ */
+int pc__dedup_step(struct pc__job *j, int fd, unsigned char **whole,
+                   uint64_t h[2], int *have_hash, struct pc__fmt *fs);
+
+/* A leader's copy of its kept output (n bytes) for followers to write
+ * from: best effort, within the table's budget.
+ */
+void pc__dedup_keep(struct pc__job *j, struct pc__fmt *s, uint64_t n);
+
+/* A leader's result, published whether it failed or not (followers wait
+ * on it), with the copies kept; nothing for a job that does not lead.
+ */
+void pc__dedup_lead_done(struct pc__job *j, struct pc__fmt *fs);
+
 #endif /* PC_DEDUP_H */

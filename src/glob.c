@@ -131,8 +131,56 @@ static void closure(const token_t *t, size_t n, unsigned char *on,
   }
 }
 
+/* One input byte c from the states `cur`: the states it leads to, in
+ * next (fnext: entered from their predecessor). 1 when any is on.
+ */
+static int step_all(const token_t *t, size_t n, unsigned char c,
+                    const unsigned char *cur, unsigned char *next,
+                    unsigned char *fnext) {
+  size_t i;
+  int any = 0;
+
+  memset(next, 0, n + 1);
+  memset(fnext, 0, n + 1);
+  for (i = 0; i < n; i++) {
+    const char *end;
+    int step = 0;
+    if (!cur[i])
+      continue;
+    switch (t[i].kind) {
+    case T_LIT:
+      step = t[i].c == c;
+      break;
+    case T_ANY:
+      step = c != '/';
+      break;
+    case T_CLASS:
+      step = match_class(t[i].cls, c, &end);
+      break;
+    case T_STAR:
+      next[i] |= c != '/';
+      break;
+    case T_DSTAR:
+      next[i] = 1;
+      break;
+    case T_DSLASH:
+      next[i] = 1;
+      step = c == '/';
+      break;
+    }
+    if (step) {
+      next[i + 1] = 1;
+      fnext[i + 1] = 1;
+    }
+  }
+  closure(t, n, next, fnext);
+  for (i = 0; i <= n && !any; i++)
+    any = next[i];
+  return any;
+}
+
 static int match(const char *p, const char *s) {
-  size_t plen = strlen(p), n, i;
+  size_t plen = strlen(p), n;
   unsigned char small[4 * 64], *mem = small, *cur, *next, *fcur, *fnext;
   token_t tsmall[64], *t = tsmall;
   int hit = 0;
@@ -155,54 +203,15 @@ static int match(const char *p, const char *s) {
   cur[0] = fcur[0] = 1;
   closure(t, n, cur, fcur);
   for (; *s != '\0'; s++) {
-    unsigned char c = (unsigned char)*s;
-    int any = 0;
-    memset(next, 0, n + 1);
-    memset(fnext, 0, n + 1);
-    for (i = 0; i < n; i++) {
-      const char *end;
-      int step = 0;
-      if (!cur[i])
-        continue;
-      switch (t[i].kind) {
-      case T_LIT:
-        step = t[i].c == c;
-        break;
-      case T_ANY:
-        step = c != '/';
-        break;
-      case T_CLASS:
-        step = match_class(t[i].cls, c, &end);
-        break;
-      case T_STAR:
-        next[i] |= c != '/';
-        break;
-      case T_DSTAR:
-        next[i] = 1;
-        break;
-      case T_DSLASH:
-        next[i] = 1;
-        step = c == '/';
-        break;
-      }
-      if (step) {
-        next[i + 1] = 1;
-        fnext[i + 1] = 1;
-      }
-    }
-    closure(t, n, next, fnext);
-    for (i = 0; i <= n && !any; i++)
-      any = next[i];
-    if (!any)
+    unsigned char *tmp;
+    if (!step_all(t, n, (unsigned char)*s, cur, next, fnext))
       goto out;
-    {
-      unsigned char *tmp = cur;
-      cur = next;
-      next = tmp;
-      tmp = fcur;
-      fcur = fnext;
-      fnext = tmp;
-    }
+    tmp = cur;
+    cur = next;
+    next = tmp;
+    tmp = fcur;
+    fcur = fnext;
+    fnext = tmp;
   }
   hit = cur[n];
 out:

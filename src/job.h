@@ -101,17 +101,6 @@ enum {
   PC__CHECK_RESIZED   /* changed size: to be scheduled by its new one */
 };
 
-/* 1 when `p`, the earlier manifest's record of the file named `name` in
- * directory `dfd` and statted as *st, still holds: the same size and mtime,
- * every output it kept there with its recorded size and the source's mtime
- * (as we stamp it), none it did not keep there (`absent`: formats whose
- * output the directory's listing lacks, not stat'ed). A stat per output,
- * never a read.
- */
-int pc__outputs_current(unsigned formats, const struct pc__prev_rec *p,
-                        int dfd, const char *name, const struct stat *st,
-                        unsigned absent);
-
 /* Allocates a job owning `fullpath` (freed with the job on failure too).
  * NULL on ENOMEM.
  */

@@ -3,6 +3,9 @@
  * enforces) and memory (cgroup limits, rlimits, MemAvailable: the smallest
  * that applies).
  *
+ * Then the process's own limits on how many jobs it can run (ulimit -n,
+ * ulimit -v, threads that start): pc__limit_jobs().
+ *
  * Every file is read below a root prefix ("" on a real run) so that the unit
  * test can lay out a /proc and a /sys of its own (tests/unit/machine_test.c).
  */
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <uv.h>
 
 /* A cgroup limit at or above this is "no limit" (cgroup v1 writes
  * PAGE_COUNTER_MAX pages, 2^63 rounded down to a page, for none).
@@ -133,11 +137,13 @@ static unsigned quota_cpus(const char *root) {
 }
 
 unsigned pc_default_jobs(void) {
-  cpu_set_t set;
   unsigned n = 0, q;
+#if PC_HAVE_SCHED_GETAFFINITY
+  cpu_set_t set;
 
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     n = (unsigned)CPU_COUNT(&set);
+#endif
   if (n == 0) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     n = c > 0 ? (unsigned)c : 1;
@@ -248,4 +254,99 @@ void pc__memory_limit_at(const char *root, pc_memlimit_t *m) {
 
 void pc_default_memory_limit(pc_memlimit_t *m) {
   pc__memory_limit_at("", m);
+}
+
+/* --- Process limits: how many jobs this process can run ---------------- */
+
+#define FDS_PER_JOB 8
+#define POOL_STACK ((size_t)8 << 20) /* libuv's threadpool.c */
+#define MEM_PER_JOB ((size_t)64 << 20)
+#define MEM_BASE ((size_t)48 << 20)
+#define LOOP_FDS 16
+
+static void probe_wait(void *arg) {
+  uv_sem_wait(arg);
+}
+
+/* How many of `want` threads with libuv's pool stack size can run at once
+ * (all are started, then released and joined).
+ */
+static unsigned probe_threads(unsigned want) {
+  uv_thread_t t[PC_JOBS_MAX];
+  uv_thread_options_t o;
+  uv_sem_t go;
+  unsigned n, i;
+
+  if (want > PC__ARRAY_SIZE(t))
+    want = PC__ARRAY_SIZE(t);
+  if (uv_sem_init(&go, 0) != 0)
+    return 0;
+  o.flags = UV_THREAD_HAS_STACK_SIZE;
+  o.stack_size = POOL_STACK;
+  for (n = 0; n < want; n++)
+    if (uv_thread_create_ex(&t[n], &o, probe_wait, &go) != 0)
+      break;
+  for (i = 0; i < n; i++)
+    uv_sem_post(&go);
+  for (i = 0; i < n; i++)
+    uv_thread_join(&t[i]);
+  uv_sem_destroy(&go);
+  return n;
+}
+
+/* A job holds at most FDS_PER_JOB descriptors at once (its source, an
+ * identical file, three temp files, three outputs or cache entries to copy
+ * from); the loop needs a few of its own. Fewer jobs, not EMFILE failures,
+ * under a low `ulimit -n`.
+ */
+static int limit_fds(unsigned *jobs) {
+  struct rlimit rl;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    rlim_t room = rl.rlim_cur > LOOP_FDS ? rl.rlim_cur - LOOP_FDS : 0;
+    unsigned most = (unsigned)(room / FDS_PER_JOB);
+    /* libuv aborts when it cannot make its pipes: refuse first. */
+    if (most < 1)
+      return -EMFILE;
+    if (*jobs > most)
+      *jobs = most;
+  }
+  return 0;
+}
+
+/* libbrotlienc aborts when an allocation fails, so under a finite
+ * address-space limit (ulimit -v) run only as many jobs as the limit can
+ * hold: each a pool thread's stack plus what brotli 11 takes for a file of
+ * a few MiB.
+ */
+static void limit_as(unsigned *jobs) {
+  struct rlimit rl;
+
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    rlim_t room = rl.rlim_cur > MEM_BASE ? rl.rlim_cur - MEM_BASE : 0;
+    unsigned most = (unsigned)(room / (POOL_STACK + MEM_PER_JOB));
+    if (most < 1)
+      most = 1;
+    if (*jobs > most)
+      *jobs = most;
+  }
+}
+
+int pc__limit_jobs(unsigned *jobs) {
+  unsigned got;
+  int err;
+
+  if ((err = limit_fds(jobs)) != 0)
+    return err;
+  limit_as(jobs);
+  /* libuv aborts when its pool cannot start a thread (each has an 8 MiB
+   * stack), as under a low `ulimit -v`: see how many start, and keep half
+   * of them when not all did, leaving room for the codecs.
+   */
+  got = probe_threads(*jobs);
+  if (got == 0)
+    return -EAGAIN;
+  if (got < *jobs)
+    *jobs = got / 2 > 0 ? got / 2 : 1;
+  return 0;
 }

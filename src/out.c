@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#if PC_HAVE_GETRANDOM
 #include <sys/random.h>
+#endif
 #include <unistd.h>
 
 static const char rand_chars[] =
@@ -18,7 +20,9 @@ static const char rand_chars[] =
 static uint64_t next_random(void) {
   static _Thread_local uint64_t s;
   if (s == 0) {
+#if PC_HAVE_GETRANDOM
     if (getrandom(&s, sizeof(s), 0) != (ssize_t)sizeof(s) || s == 0)
+#endif
       s = (uint64_t)getpid() * 0x9e3779b97f4a7c15u ^ (uint64_t)(uintptr_t)&s;
     s |= 1;
   }
@@ -92,7 +96,7 @@ int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final,
     if (tmp == NULL)
       return -ENOMEM;
     /* O_RDWR: a leader reads its output back through this descriptor for
-     * files with the same bytes (job.c), never through a name.
+     * files with the same bytes (dedup.c), never through a name.
      */
     fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                 mode);

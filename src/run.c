@@ -2,26 +2,26 @@
  *
  * The loop thread owns every piece of shared state here: the walk, the
  * heaps of pending units, the results and the counters. A unit is one file,
- * or up to BATCH_FILES small files of one directory chained on the first.
+ * or up to PC__BATCH_FILES small files of one directory chained on the first.
  * Workers get one unit each through uv_queue_work() and touch nothing else;
  * after_work() brings it back to this thread, which records its files and
  * submits the next unit. libuv's queue is unbounded and first-in
  * first-out, so we keep at most `jobs` units in it and choose the next
- * ourselves: the largest pending one, so that a big file does not start
- * last and finish alone, unless its encoders would overrun the memory
- * budget (schedule()).
+ * ourselves (schedule.h: largest first, small files in units, within the
+ * memory limit); schedule() here only hands what it picks to the pool.
  */
 #include "run.h"
 
 #include "store.h"
 #include "codec.h"
+#include "incremental.h"
+#include "machine.h"
 #include "out.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,21 +31,6 @@
  */
 #define WALK_BUDGET 256
 #define PROGRESS_MS 200
-#define FDS_PER_JOB 8
-#define POOL_STACK ((size_t)8 << 20) /* libuv's threadpool.c */
-#define MEM_PER_JOB ((size_t)64 << 20)
-#define MEM_BASE ((size_t)48 << 20)
-#define LOOP_FDS 16
-/* Files up to BATCH_FILE travel in units of up to BATCH_FILES files or
- * BATCH_BYTES bytes of one directory. A unit of gzip -9 work is then a few
- * milliseconds (brotli 11: a quarter second), far above the cost of a pool
- * hand-off, and still small beside a run: the largest-first order and the
- * balance at the end are kept.
- */
-#define BATCH_FILE ((uint64_t)64 << 10)
-#define BATCH_BYTES ((uint64_t)256 << 10)
-#define BATCH_FILES 64
-
 /* Peak memory of a job (encoders and buffers) on the file alone. */
 static uint64_t job_mem(const pc__run_t *r, const pc__job_t *j) {
   return pc__job_mem(&r->cfg, j->size);
@@ -202,48 +187,20 @@ static void requeue(pc__run_t *r, pc__job_t *j) {
   }
 }
 
-/* 1 if the two jobs' files are in the same directory of the same root. */
-static int same_dir(const pc__job_t *a, const pc__job_t *b) {
-  const char *ra = a->fullpath + a->rel_off, *rb = b->fullpath + b->rel_off;
-  const char *sa = strrchr(ra, '/'), *sb = strrchr(rb, '/');
-  size_t la = sa != NULL ? (size_t)(sa - ra) : 0;
-  size_t lb = sb != NULL ? (size_t)(sb - rb) : 0;
-  return a->root == b->root && la == lb && memcmp(ra, rb, la) == 0;
-}
-
-/* Hands the gathered small files on as one unit (end of a directory). */
-static void flush_batch(pc__run_t *r) {
-  pc__job_t *head = r->batch.head;
-  if (head == NULL)
-    return;
-  r->batch.head = r->batch.tail = NULL;
-  r->batch.n = 0;
-  requeue(r, head);
-}
-
-/* A file to compress. Takes ownership of job. */
+/* A file to compress, into the scheduler's units. Takes ownership of job. */
 static void push_job(pc__run_t *r, pc__job_t *j) {
   j->weight = j->size;
   j->mem = job_mem(r, j);
   r->progress.files_total++;
   r->progress.bytes_total += j->size;
-  if (j->size > BATCH_FILE) {
-    requeue(r, j);
-    return;
-  }
-  if (r->batch.head != NULL && !same_dir(r->batch.head, j))
-    flush_batch(r);
-  if (r->batch.head == NULL) {
-    r->batch.head = j;
-  } else {
-    r->batch.tail->batch = j;
-    r->batch.head->weight += j->size;
-    if (r->batch.head->mem < j->mem)
-      r->batch.head->mem = j->mem;
-  }
-  r->batch.tail = j;
-  if (++r->batch.n >= BATCH_FILES || r->batch.head->weight >= BATCH_BYTES)
-    flush_batch(r);
+  if (pc__sched_add(&r->sched, j) != 0)
+    r->fatal = -ENOMEM;
+}
+
+/* Hands the gathered small files on as one unit. */
+static void flush_batch(pc__run_t *r) {
+  if (pc__sched_flush(&r->sched) != 0)
+    r->fatal = -ENOMEM;
 }
 
 static void work_cb(uv_work_t *req) {
@@ -401,9 +358,6 @@ static void maybe_finish(pc__run_t *r) {
       r->walk_done = 1;
     }
     pc__sched_drop(&r->sched, 0);
-    pc__job_free(r->batch.head);
-    r->batch.head = r->batch.tail = NULL;
-    r->batch.n = 0;
   }
   if (r->walk_done && pc__sched_pending(&r->sched) == 0 &&
       r->sched.in_flight == 0)
@@ -418,18 +372,14 @@ static void maybe_finish(pc__run_t *r) {
  */
 
 /* The earlier manifest's record of this file when it still holds
- * (pc__outputs_current), else NULL.
+ * (incremental.h), else NULL.
  */
 static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
                                            const char *rel,
                                            const struct stat *st,
                                            unsigned absent) {
-  const pc__prev_rec_t *p =
-      pc__prev_next(r->prev, e->root, rel, &r->prev_hint);
-  if (p == NULL || !pc__outputs_current(r->cfg.formats, p, e->dfd, e->name,
-                                        st, absent))
-    return NULL;
-  return p;
+  return pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.formats,
+                                e->root, rel, e->dfd, e->name, st, absent);
 }
 
 /* A regular file (per the listing) that the earlier manifest records and
@@ -650,7 +600,7 @@ static void on_idle(uv_idle_t *h) {
     progress(r);
   }
   /* A worker would idle: hand on what is gathered rather than wait. */
-  if (r->sched.small.n == 0 && r->sched.in_flight < r->jobs)
+  if (pc__sched_idle(&r->sched))
     flush_batch(r);
   schedule(r);
   maybe_finish(r);
@@ -980,7 +930,6 @@ static void free_run(pc__run_t *r) {
 
   pc__walk_free(r->walk);
   pc__sched_drop(&r->sched, 1);
-  pc__job_free(r->batch.head);
   free(r->slots);
   for (i = 0; i < r->nrecs; i++) {
     if (!r->recs[i].borrowed)
@@ -1003,36 +952,6 @@ static void free_run(pc__run_t *r) {
   pc__store_close((pc__store_t *)r->cfg.cache);
 }
 
-static void probe_wait(void *arg) {
-  uv_sem_wait(arg);
-}
-
-/* How many of `want` threads with libuv's pool stack size can run at once
- * (all are started, then released and joined).
- */
-static unsigned probe_threads(unsigned want) {
-  uv_thread_t t[PC_JOBS_MAX];
-  uv_thread_options_t o;
-  uv_sem_t go;
-  unsigned n, i;
-
-  if (want > PC__ARRAY_SIZE(t))
-    want = PC__ARRAY_SIZE(t);
-  if (uv_sem_init(&go, 0) != 0)
-    return 0;
-  o.flags = UV_THREAD_HAS_STACK_SIZE;
-  o.stack_size = POOL_STACK;
-  for (n = 0; n < want; n++)
-    if (uv_thread_create_ex(&t[n], &o, probe_wait, &go) != 0)
-      break;
-  for (i = 0; i < n; i++)
-    uv_sem_post(&go);
-  for (i = 0; i < n; i++)
-    uv_thread_join(&t[i]);
-  uv_sem_destroy(&go);
-  return n;
-}
-
 /* libuv sizes its pool once, at first use, from UV_THREADPOOL_SIZE. */
 static void size_pool(unsigned jobs) {
   char buf[16];
@@ -1040,18 +959,10 @@ static void size_pool(unsigned jobs) {
   uv_os_setenv("UV_THREADPOOL_SIZE", buf);
 }
 
-int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
-  pc__run_t *r;
-  size_t k;
-  int err, f, loop_open = 0;
+/* The run's fixed configuration, from the options: what every job reads. */
+static void init_cfg(pc__run_t *r, const pc_options_t *opts) {
+  int f;
 
-  if (totals != NULL)
-    memset(totals, 0, sizeof(*totals));
-  if ((err = pc_options_check(opts, NULL)) != 0)
-    return err;
-  r = calloc(1, sizeof(*r));
-  if (r == NULL)
-    return -ENOMEM;
   r->opts = opts;
   /* No file made before this instant has a later ctime (the kernel stamps
    * with the coarse clock, or a finer one, never ahead of this one).
@@ -1070,125 +981,95 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   atomic_init(&r->cfg.stop, 0);
   atomic_init(&r->stop_signo, 0);
   atomic_init(&r->stop_on, 0);
-  {
-    /* One run at a time: libuv's pool, which it sizes and fills, is the
-     * process's (precompress.h).
-     */
-    pc__run_t *none = NULL;
-    if (!atomic_compare_exchange_strong(&active, &none, r)) {
-      free(r);
-      return -EBUSY;
-    }
-  }
+}
+
+/* The workers' side of the run: how many (the process's limits), the
+ * codec states they share, the pool's slots, the scheduler and dedupe
+ * within the memory limit.
+ */
+static int setup_workers(pc__run_t *r) {
+  const pc_options_t *opts = r->opts;
+  uint64_t limit = opts->memory_limit;
+  size_t k;
+  int err;
+
   if ((err = pc__dedup_new(&r->cfg.dedup)) != 0)
-    goto out;
+    return err;
   r->jobs = opts->jobs ? opts->jobs : pc_default_jobs();
-  {
-    /* A job holds at most FDS_PER_JOB descriptors at once (its source,
-     * an identical file, three temp files, three outputs or cache entries
-     * to copy from); the loop needs a few of its own. Fewer jobs, not
-     * EMFILE failures, under a low `ulimit -n`.
-     */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-      rlim_t room = rl.rlim_cur > LOOP_FDS ? rl.rlim_cur - LOOP_FDS : 0;
-      unsigned most = (unsigned)(room / FDS_PER_JOB);
-      /* libuv aborts when it cannot make its pipes: refuse first. */
-      if (most < 1) {
-        err = -EMFILE;
-        goto out;
-      }
-      if (r->jobs > most)
-        r->jobs = most;
-    }
-  }
-  {
-    /* libbrotlienc aborts when an allocation fails, so under a finite
-     * address-space limit (ulimit -v) run only as many jobs as the limit
-     * can hold: each a pool thread's stack plus what brotli 11 takes for
-     * a file of a few MiB.
-     */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-      rlim_t room = rl.rlim_cur > MEM_BASE ? rl.rlim_cur - MEM_BASE : 0;
-      unsigned most = (unsigned)(room / (POOL_STACK + MEM_PER_JOB));
-      if (most < 1)
-        most = 1;
-      if (r->jobs > most)
-        r->jobs = most;
-    }
-  }
-  {
-    /* libuv aborts when its pool cannot start a thread (each has an
-     * 8 MiB stack), as under a low `ulimit -v`: see how many start, and
-     * keep half of them when not all did, leaving room for the codecs.
-     */
-    unsigned got = probe_threads(r->jobs);
-    if (got == 0) {
-      err = -EAGAIN;
-      goto out;
-    }
-    if (got < r->jobs)
-      r->jobs = got / 2 > 0 ? got / 2 : 1;
-  }
+  if ((err = pc__limit_jobs(&r->jobs)) != 0)
+    return err;
   r->cfg.jobs = r->jobs;
   if ((err = pc__spares_new(&r->cfg.spares, r->jobs, opts->level[PC_GZ])) != 0)
-    goto out;
-  if ((r->slots = calloc(r->jobs, sizeof(*r->slots))) == NULL) {
-    err = -ENOMEM;
-    goto out;
-  }
+    return err;
+  if ((r->slots = calloc(r->jobs, sizeof(*r->slots))) == NULL)
+    return -ENOMEM;
   for (k = r->jobs; k > 0; k--) {
     r->slots[k - 1].run = r;
     r->slots[k - 1].next_free = r->free_slots;
     r->free_slots = &r->slots[k - 1];
   }
-  {
-    uint64_t limit = opts->memory_limit;
-    if (limit == 0) {
-      pc_memlimit_t m;
-      pc_default_memory_limit(&m);
-      limit = m.limit;
-    }
-    pc__sched_init(&r->sched, r->jobs, limit);
-    pc__dedup_budget(r->cfg.dedup, limit);
+  if (limit == 0) {
+    pc_memlimit_t m;
+    pc_default_memory_limit(&m);
+    limit = m.limit;
   }
-  {
-    const char *const *skip = opts->skip_ext;
-    size_t nskip = opts->nskip_ext;
-    if (skip == NULL)
-      skip = pc_default_skip_ext(&nskip);
-    if ((err = pc__select_init(&r->sel, opts, skip, nskip)) != 0)
-      goto out;
-  }
+  pc__sched_init(&r->sched, r->jobs, limit);
+  pc__dedup_budget(r->cfg.dedup, limit);
+  return 0;
+}
+
+/* What the walk meets: the filter chain, the roots, the manifest (and the
+ * earlier one's records), the cache. A failure about a named file puts
+ * its name in totals->err_path.
+ */
+static int setup_inputs(pc__run_t *r, pc_totals_t *totals) {
+  const pc_options_t *opts = r->opts;
+  const char *const *skip = opts->skip_ext;
+  size_t nskip = opts->nskip_ext;
+  int err;
+
+  if (skip == NULL)
+    skip = pc_default_skip_ext(&nskip);
+  if ((err = pc__select_init(&r->sel, opts, skip, nskip)) != 0)
+    return err;
   if ((err = make_roots(r)) != 0)
-    goto out;
+    return err;
   if ((err = open_manifest(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->manifest;
-    goto out;
+    return err;
   }
   if (opts->cache_dir != NULL && (err = open_cache(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->cache_dir;
-    goto out;
+    return err;
   }
+  return 0;
+}
+
+/* The loop: its handles, then the walk and every job until both are done.
+ * *loop_open is set once the loop is open (it then ran): the result is the
+ * run's so far (0, PC_EINTERRUPTED or a fatal error); before, the loop's
+ * own error.
+ */
+static int walk_and_dispatch(pc__run_t *r, int *loop_open) {
+  int err;
 
   size_pool(r->jobs);
   if ((err = uv_loop_init(&r->loop)) != 0)
-    goto out;
+    return err;
   uv_idle_init(&r->loop, &r->idle);
   uv_timer_init(&r->loop, &r->timer);
   uv_async_init(&r->loop, &r->stop_async, on_stop);
-  loop_open = 1;
+  *loop_open = 1;
   /* A request made before the handle was open is acted on now. */
   atomic_store(&r->stop_on, 1);
   if (atomic_load(&r->stop_signo) != 0)
     uv_async_send(&r->stop_async);
-  if (opts->on_progress != NULL)
+  if (r->opts->on_progress != NULL)
     uv_timer_start(&r->timer, on_timer, PROGRESS_MS, PROGRESS_MS);
 
-  if ((err = pc__walk_new(&r->walk, r->roots, r->nroots, opts->follow)) !=
+  if ((err = pc__walk_new(&r->walk, r->roots, r->nroots, r->opts->follow)) !=
       0) {
     r->fatal = err;
     r->walk_done = 1;
@@ -1197,14 +1078,17 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
     uv_idle_start(&r->idle, on_idle);
   }
   uv_run(&r->loop, UV_RUN_DEFAULT);
+  if (r->fatal != 0)
+    return r->fatal;
+  return r->stopping ? PC_EINTERRUPTED : 0;
+}
 
-  if (r->fatal != 0) {
-    err = r->fatal;
-  } else if (r->stopping) {
-    err = PC_EINTERRUPTED;
-  } else {
-    err = 0;
-  }
+/* After the loop: the manifest, the cache's trim, the totals. `err` is the
+ * loop's result; the run's is returned.
+ */
+static int finish_run(pc__run_t *r, int err, pc_totals_t *totals) {
+  const pc_options_t *opts = r->opts;
+
   r->progress.walk_done = 1;
   progress(r);
   if ((err == 0 || err == PC_EINTERRUPTED) &&
@@ -1243,8 +1127,33 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   r->totals.ran_alone = r->sched.alone;
   if (totals != NULL)
     *totals = r->totals;
+  return err;
+}
 
-out:
+int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
+  pc__run_t *r, *none = NULL;
+  int err, loop_open = 0;
+
+  if (totals != NULL)
+    memset(totals, 0, sizeof(*totals));
+  if ((err = pc_options_check(opts, NULL)) != 0)
+    return err;
+  if ((r = calloc(1, sizeof(*r))) == NULL)
+    return -ENOMEM;
+  init_cfg(r, opts);
+  /* One run at a time: libuv's pool, which it sizes and fills, is the
+   * process's (precompress.h).
+   */
+  if (!atomic_compare_exchange_strong(&active, &none, r)) {
+    free(r);
+    return -EBUSY;
+  }
+  if ((err = setup_workers(r)) == 0 && (err = setup_inputs(r, totals)) == 0) {
+    err = walk_and_dispatch(r, &loop_open);
+    if (loop_open) /* the loop ran: its result, then the manifest's part */
+      err = finish_run(r, err, totals);
+  }
+
   atomic_store(&active, NULL);
   while (atomic_load(&stoppers) != 0)
     sched_yield(); /* a pc_stop() on another thread, a few instructions */

@@ -75,11 +75,6 @@ typedef struct pc__run {
   pc__sched_t sched;
   unsigned jobs;
   pc__slot_t *slots, *free_slots; /* `jobs` of them */
-  /* Small files of the directory being walked, gathered into one unit. */
-  struct {
-    pc__job_t *head, *tail;
-    unsigned n;
-  } batch;
 
   /* Results. */
   pc__rec_t *recs; /* only with a manifest */

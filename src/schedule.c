@@ -4,7 +4,9 @@
  * file from starting last and finishing alone. Memory is the second
  * resource: a unit starts only while the estimates of the units in flight
  * and its own stay within the limit, so the limit, not a fixed budget, is
- * what makes a unit wait, and below it every core is busy.
+ * what makes a unit wait, and below it every core is busy. Small files
+ * of one directory are gathered into one unit first (pc__sched_add), so
+ * that a pool hand-off carries milliseconds of work, not microseconds.
  */
 #include "schedule.h"
 
@@ -155,6 +157,10 @@ size_t pc__sched_pending(const pc__sched_t *s) {
 void pc__sched_drop(pc__sched_t *s, int all) {
   pc__heap_t *hs[2] = {&s->small, &s->big};
   int k;
+
+  pc__job_free(s->batch.head);
+  s->batch.head = s->batch.tail = NULL;
+  s->batch.n = 0;
   for (k = 0; k < 2; k++) {
     while (hs[k]->n > 0)
       pc__job_free(hs[k]->v[--hs[k]->n]);
@@ -164,4 +170,63 @@ void pc__sched_drop(pc__sched_t *s, int all) {
       hs[k]->cap = 0;
     }
   }
+}
+
+/* --- Units: small files of one directory travel together --------------- */
+
+/* 1 if the two jobs' files are in the same directory of the same root. */
+static int same_dir(const pc__job_t *a, const pc__job_t *b) {
+  const char *ra = a->fullpath + a->rel_off, *rb = b->fullpath + b->rel_off;
+  const char *sa = strrchr(ra, '/'), *sb = strrchr(rb, '/');
+  size_t la = sa != NULL ? (size_t)(sa - ra) : 0;
+  size_t lb = sb != NULL ? (size_t)(sb - rb) : 0;
+  return a->root == b->root && la == lb && memcmp(ra, rb, la) == 0;
+}
+
+int pc__sched_flush(pc__sched_t *s) {
+  pc__job_t *head = s->batch.head;
+
+  if (head == NULL)
+    return 0;
+  s->batch.head = s->batch.tail = NULL;
+  s->batch.n = 0;
+  if (pc__sched_push(s, head) != 0) {
+    pc__job_free(head);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+int pc__sched_add(pc__sched_t *s, pc__job_t *j) {
+  int err = 0;
+
+  if (j->size > PC__BATCH_FILE) {
+    if (pc__sched_push(s, j) != 0) {
+      pc__job_free(j);
+      return -ENOMEM;
+    }
+    return 0;
+  }
+  if (s->batch.head != NULL && !same_dir(s->batch.head, j))
+    err = pc__sched_flush(s);
+  if (s->batch.head == NULL) {
+    s->batch.head = j;
+  } else {
+    s->batch.tail->batch = j;
+    s->batch.head->weight += j->size;
+    if (s->batch.head->mem < j->mem)
+      s->batch.head->mem = j->mem;
+  }
+  s->batch.tail = j;
+  if (++s->batch.n >= PC__BATCH_FILES ||
+      s->batch.head->weight >= PC__BATCH_BYTES) {
+    int e = pc__sched_flush(s);
+    if (err == 0)
+      err = e;
+  }
+  return err;
+}
+
+int pc__sched_idle(const pc__sched_t *s) {
+  return s->small.n == 0 && s->in_flight < s->jobs;
 }

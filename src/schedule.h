@@ -26,6 +26,11 @@ typedef struct pc__sched {
   uint64_t used_fill;  /* of which fillers' (pc__job_t.filler) */
   uint64_t peak;       /* the most `used` has been */
   uint64_t alone;      /* units started alone, over the limit by themselves */
+  /* Small files of the directory being walked, gathered into one unit. */
+  struct {
+    pc__job_t *head, *tail;
+    unsigned n;
+  } batch;
 } pc__sched_t;
 
 /* Above this a unit's memory is "big": brotli 10..11 on a file it streams
@@ -33,6 +38,16 @@ typedef struct pc__sched {
  * ones wait.
  */
 #define PC__SCHED_SMALL ((uint64_t)14 << 20)
+
+/* Files up to PC__BATCH_FILE travel in units of up to PC__BATCH_FILES files or
+ * PC__BATCH_BYTES bytes of one directory. A unit of gzip -9 work is then a few
+ * milliseconds (brotli 11: a quarter second), far above the cost of a pool
+ * hand-off, and still small beside a run: the largest-first order and the
+ * balance at the end are kept.
+ */
+#define PC__BATCH_FILE ((uint64_t)64 << 10)
+#define PC__BATCH_BYTES ((uint64_t)256 << 10)
+#define PC__BATCH_FILES 64
 
 void pc__sched_init(pc__sched_t *s, unsigned jobs, uint64_t limit);
 
@@ -58,10 +73,30 @@ pc__job_t *pc__sched_next(pc__sched_t *s);
  */
 void pc__sched_done(pc__sched_t *s, const pc__job_t *unit);
 
-/* Units waiting. */
+/* Takes a file to compress (weight and mem set): one above PC__BATCH_FILE
+ * is a unit of its own; smaller ones gather into the unit of their
+ * directory (same root, same directory), which is handed on when it is
+ * full, or when a file of another directory comes. 0, or -ENOMEM with the
+ * unit that could not be queued freed.
+ */
+int pc__sched_add(pc__sched_t *s, pc__job_t *j);
+
+/* Hands the gathered unit on now (the walk is over, or a worker would
+ * idle). 0, or -ENOMEM with that unit freed.
+ */
+int pc__sched_flush(pc__sched_t *s);
+
+/* 1 when a worker would idle: no small unit waits and the pool is not
+ * full, so the gathered unit should go now rather than wait to fill.
+ */
+int pc__sched_idle(const pc__sched_t *s);
+
+/* Units waiting (not counting the unit being gathered). */
 size_t pc__sched_pending(const pc__sched_t *s);
 
-/* Frees every waiting unit; with `all`, the heaps' arrays too. */
+/* Frees every waiting unit and the one being gathered; with `all`, the
+ * heaps' arrays too.
+ */
 void pc__sched_drop(pc__sched_t *s, int all);
 
 #endif /* PC_SCHEDULE_H */

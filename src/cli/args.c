@@ -352,9 +352,45 @@ static cli_status_t bad_range(cli_args_t *args, const char *opt,
   return bad_value(args, opt, value, expected);
 }
 
-/* Applies one option. opt is the spelling used, for messages. */
-static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
-                          const char *value) {
+/* --gzip-engine NAME: one this build has. */
+static cli_status_t set_gzip_engine(cli_args_t *args, const char *opt,
+                                    const char *value) {
+  int k;
+
+  for (k = PC_GZIP_ZLIB; k <= PC_GZIP_ZOPFLI; k++)
+    if (strcmp(value, pc_gzip_engine_name((pc_gzip_engine_t) k)) == 0)
+      break;
+  if (k > PC_GZIP_ZOPFLI)
+    return bad_value(args, opt, value, "zlib, libdeflate or zopfli");
+  if (!pc_gzip_engine_available((pc_gzip_engine_t) k))
+    return fail(args, CLI_ENOZSTD,
+                "--gzip-engine %s: this build of precompress lacks it "
+                "(install lib%s-dev and rebuild)", value,
+                k == PC_GZIP_ZOPFLI ? "zopfli" : "deflate");
+  args->opts.gzip_engine = (pc_gzip_engine_t) k;
+  return CLI_OK;
+}
+
+/* --shard K/N, 1 <= K <= N: shard K of N. */
+static cli_status_t set_shard(cli_args_t *args, const char *opt,
+                              const char *value) {
+  const char *q = value;
+  uint64_t k, count;
+
+  if (parse_u64(&q, &k) || *q++ != '/' || parse_u64(&q, &count) ||
+      *q != '\0' || count < 1 || count > 65536 || k < 1 || k > count)
+    return bad_value(args, opt, value, "K/N with 1 <= K <= N <= 65536");
+  args->opts.shard_index = (uint32_t) k;
+  args->opts.shard_count = (uint32_t) count;
+  return CLI_OK;
+}
+
+/* Applies a format, level or keep-rule option (or --skip-ext). *mine is
+ * set to 0 for an option of another group.
+ */
+static cli_status_t apply_format(parser_t *p, const opt_def_t *def,
+                                 const char *opt, const char *value,
+                                 int *mine) {
   cli_args_t *args = p->args;
   pc_options_t *o = &args->opts;
   long n;
@@ -379,21 +415,8 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
   case OPT_GZIP_LEVEL:
     p->gzip_level = value;
     break;
-  case OPT_GZIP_ENGINE: {
-    int k;
-    for (k = PC_GZIP_ZLIB; k <= PC_GZIP_ZOPFLI; k++)
-      if (strcmp(value, pc_gzip_engine_name((pc_gzip_engine_t) k)) == 0)
-        break;
-    if (k > PC_GZIP_ZOPFLI)
-      return bad_value(args, opt, value, "zlib, libdeflate or zopfli");
-    if (!pc_gzip_engine_available((pc_gzip_engine_t) k))
-      return fail(args, CLI_ENOZSTD,
-                  "--gzip-engine %s: this build of precompress lacks it "
-                  "(install lib%s-dev and rebuild)", value,
-                  k == PC_GZIP_ZOPFLI ? "zopfli" : "deflate");
-    o->gzip_engine = (pc_gzip_engine_t) k;
-    break;
-  }
+  case OPT_GZIP_ENGINE:
+    return set_gzip_engine(args, opt, value);
   case OPT_BROTLI_QUALITY:
   case OPT_ZSTD_LEVEL: {
     /* The library's ranges (pc_level_range()). */
@@ -416,6 +439,24 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     break;
   case OPT_SKIP_EXT:
     return set_skip_ext(p, value);
+  default:
+    *mine = 0;
+    break;
+  }
+  return CLI_OK;
+}
+
+/* Applies a selection, cache, work or manifest option. *mine is set to 0
+ * for an option of another group.
+ */
+static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
+                               const char *opt, const char *value,
+                               int *mine) {
+  cli_args_t *args = p->args;
+  pc_options_t *o = &args->opts;
+  long n;
+
+  switch (def->id) {
   case OPT_CACHE_DIR:
     o->cache_dir = value;
     break;
@@ -442,17 +483,8 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
   case OPT_FSYNC:
     o->fsync = 1;
     break;
-  case OPT_SHARD: {
-    /* K/N, 1 <= K <= N: shard K of N. */
-    const char *q = value;
-    uint64_t k, count;
-    if (parse_u64(&q, &k) || *q++ != '/' || parse_u64(&q, &count) ||
-        *q != '\0' || count < 1 || count > 65536 || k < 1 || k > count)
-      return bad_value(args, opt, value, "K/N with 1 <= K <= N <= 65536");
-    o->shard_index = (uint32_t) k;
-    o->shard_count = (uint32_t) count;
-    break;
-  }
+  case OPT_SHARD:
+    return set_shard(args, opt, value);
   case OPT_JOBS:
     if (parse_int_range(value, 1, PC_JOBS_MAX, &n))
       return bad_range(args, opt, value, 1, PC_JOBS_MAX);
@@ -480,6 +512,21 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     args->check = 1;
     o->dry_run = 1;
     break;
+  default:
+    *mine = 0;
+    break;
+  }
+  return CLI_OK;
+}
+
+/* Applies an output or action option: the last group, every option left
+ * is one.
+ */
+static cli_status_t apply_output(parser_t *p, const opt_def_t *def,
+                                 const char *opt, const char *value) {
+  cli_args_t *args = p->args;
+
+  switch (def->id) {
   case OPT_QUIET:
     args->quiet = 1;
     break;
@@ -508,8 +555,26 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
   case OPT_VERSION:
     args->action = CLI_ACTION_VERSION;
     break;
+  default:
+    break;
   }
   return CLI_OK;
+}
+
+/* Applies one option. opt is the spelling used, for messages. */
+static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
+                          const char *value) {
+  cli_status_t st;
+  int mine = 1;
+
+  st = apply_format(p, def, opt, value, &mine);
+  if (mine)
+    return st;
+  mine = 1;
+  st = apply_work(p, def, opt, value, &mine);
+  if (mine)
+    return st;
+  return apply_output(p, def, opt, value);
 }
 
 static const opt_def_t *find_long(const char *name, size_t len) {

@@ -369,87 +369,73 @@ static void note_old_cache(const char *dir) {
                         "(remove it to free its space)");
 }
 
-int main(int argc, char **argv) {
-  cli_args_t args;
-  cli_report_t report;
-  pc_totals_t totals;
-  uint64_t start_ns = cli_now_ns();
-  const char *what = NULL;
-  int status = EXIT_USAGE;
-  int rc;
-
-  if (argc > 1 && strcmp(argv[1], "merge-manifests") == 0)
-    return merge_main(argc, argv);
-
-  switch (cli_args_parse(&args, argc, argv)) {
+/* Everything before the run: argv, the environment, --help and --version,
+ * what may write to standard output, the PATHs. 1 when the program ends
+ * here with *status.
+ */
+static int prepare(cli_args_t *args, int argc, char **argv, int *status) {
+  *status = EXIT_USAGE;
+  switch (cli_args_parse(args, argc, argv)) {
   case CLI_OK:
     break;
   case CLI_EUSAGE:
-    cli_report_msg(NULL, "%s (see 'precompress --help')", args.err);
-    goto out;
+    cli_report_msg(NULL, "%s (see 'precompress --help')", args->err);
+    return 1;
   case CLI_ENOZSTD:
   case CLI_ENOMEM:
-    cli_report_msg(NULL, "%s", args.err);
-    goto out;
+    cli_report_msg(NULL, "%s", args->err);
+    return 1;
   }
 
   /* The environment fills in only what the command line left unset. */
-  if (args.opts.cache_dir == NULL) {
+  if (args->opts.cache_dir == NULL) {
     const char *env = getenv("PRECOMPRESS_CACHE_DIR");
     if (env != NULL && env[0] != '\0')
-      args.opts.cache_dir = env;
+      args->opts.cache_dir = env;
   }
 
-  if (args.opts.cache_dir != NULL && !args.quiet)
-    note_old_cache(args.opts.cache_dir);
+  if (args->opts.cache_dir != NULL && !args->quiet)
+    note_old_cache(args->opts.cache_dir);
 
-  if (args.action == CLI_ACTION_HELP) {
+  if (args->action == CLI_ACTION_HELP) {
     print_help(stdout);
-    status = EXIT_OK;
-    goto out;
+    *status = EXIT_OK;
+    return 1;
   }
-  if (args.action == CLI_ACTION_VERSION) {
+  if (args->action == CLI_ACTION_VERSION) {
     printf("precompress %s (%s)\n", PC_VERSION_STRING,
            pc_library_versions());
-    status = EXIT_OK;
-    goto out;
+    *status = EXIT_OK;
+    return 1;
   }
 
-  if (args.opts.manifest != NULL && strcmp(args.opts.manifest, "-") == 0) {
+  if (args->opts.manifest != NULL && strcmp(args->opts.manifest, "-") == 0) {
     /* Standard output carries one thing: the manifest, or the lines. */
-    const char *other = args.json      ? "--json"
-                        : args.verbose ? "-v/--verbose"
-                        : args.check   ? "--check"
-                        : args.opts.dry_run ? "-n/--dry-run"
-                                            : NULL;
+    const char *other = args->json      ? "--json"
+                        : args->verbose ? "-v/--verbose"
+                        : args->check   ? "--check"
+                        : args->opts.dry_run ? "-n/--dry-run"
+                                             : NULL;
     if (other != NULL) {
       cli_report_msg(NULL, "--manifest - and %s both write to standard "
                      "output (see 'precompress --help')", other);
-      goto out;
+      return 1;
     }
-    args.opts.manifest = NULL;
-    args.opts.manifest_write = write_stdout;
+    args->opts.manifest = NULL;
+    args->opts.manifest_write = write_stdout;
   }
+  return check_paths(args) ? 1 : 0;
+}
 
-  if (check_paths(&args))
-    goto out;
+/* pc_run() with the program's signal handlers around it (see catch_signals).
+ * Its result.
+ */
+static int run_with_signals(cli_args_t *args, pc_totals_t *totals) {
+  int rc;
 
-  cli_report_init(&report, &args, cli_now_ns());
-  args.opts.data = &report;
-  args.opts.on_file = cli_report_file;
-  args.opts.on_progress = cli_report_progress;
-  args.opts.on_error = report_error;
-
-  if (pc_options_check(&args.opts, &what) != 0) {
-    cli_report_msg(NULL, "invalid options: %s (see 'precompress --help')",
-                   what != NULL ? what : "unknown");
-    goto out;
-  }
-
-  cli_report_memory(&report, &args);
-  memset(&totals, 0, sizeof(totals));
+  memset(totals, 0, sizeof(*totals));
   catch_signals();
-  rc = pc_run(&args.opts, &totals);
+  rc = pc_run(&args->opts, totals);
   release_signals();
   if (rc == 0 && stop_signo != 0) {
     /* It came when no run was there to stop (just before pc_run() began,
@@ -458,6 +444,30 @@ int main(int argc, char **argv) {
      */
     raise(stop_signo);
   }
+  return rc;
+}
+
+/* The run: callbacks, pc_run(), then the exit status and the summary. */
+static int run(cli_args_t *args, uint64_t start_ns) {
+  cli_report_t report;
+  pc_totals_t totals;
+  const char *what = NULL;
+  int status, rc;
+
+  cli_report_init(&report, args, cli_now_ns());
+  args->opts.data = &report;
+  args->opts.on_file = cli_report_file;
+  args->opts.on_progress = cli_report_progress;
+  args->opts.on_error = report_error;
+
+  if (pc_options_check(&args->opts, &what) != 0) {
+    cli_report_msg(NULL, "invalid options: %s (see 'precompress --help')",
+                   what != NULL ? what : "unknown");
+    return EXIT_USAGE;
+  }
+
+  cli_report_memory(&report, args);
+  rc = run_with_signals(args, &totals);
   cli_report_clear(&report);
   /* SIGPIPE stopped the run while it ran; from here on a closed standard
    * output is an EPIPE that finish_stdout() turns into 141, never a death
@@ -469,7 +479,7 @@ int main(int argc, char **argv) {
 
   if (rc == 0) {
     if (totals.failed > 0 || totals.errors > 0 ||
-        (args.check && (totals.changes > 0 || report.listed > 0)))
+        (args->check && (totals.changes > 0 || report.listed > 0)))
       status = EXIT_FAILED;
     else
       status = EXIT_OK;
@@ -482,17 +492,26 @@ int main(int argc, char **argv) {
       cli_report_name_msg(&report, totals.err_path, "%s", pc_strerror(rc));
     else
       cli_report_msg(&report, "%s", pc_strerror(rc));
-    status = EXIT_USAGE;
-    goto out;
+    return EXIT_USAGE;
   }
 
   /* --json's summary goes to standard output: not once it is gone. */
-  if (!(stdout_gone && args.json))
+  if (!(stdout_gone && args->json))
     cli_report_summary(&report, &totals,
                        (double) (cli_now_ns() - start_ns) / 1e9,
                        cpu_seconds(), status);
+  return status;
+}
 
-out:
+int main(int argc, char **argv) {
+  cli_args_t args;
+  uint64_t start_ns = cli_now_ns();
+  int status;
+
+  if (argc > 1 && strcmp(argv[1], "merge-manifests") == 0)
+    return merge_main(argc, argv);
+  if (!prepare(&args, argc, argv, &status))
+    status = run(&args, start_ns);
   status = finish_stdout(status);
   cli_args_free(&args);
   return status;

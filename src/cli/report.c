@@ -429,6 +429,61 @@ static void format_eta(char *buf, size_t size, double s) {
  * done the totals still grow, so there is no bar, percentage or ETA, only
  * "scanning".
  */
+/* The rate (rate[40]) and what the ETA field says (eta[32]). */
+static void rate_and_eta(const cli_report_t *r, const pc_progress_t *p,
+                         uint64_t now, char *rate, char *eta) {
+  double elapsed = (double) (now - r->start_ns) / 1e9;
+  double bps = 0;
+
+  if (elapsed >= 0.2 && p->bytes_done > 0) {
+    bps = (double) p->bytes_done / elapsed;
+    cli_human_bytes(rate, 40, (uint64_t) bps);
+  } else {
+    strcpy(rate, "-- B");
+  }
+  if (!p->walk_done) {
+    strcpy(eta, "scanning");
+  } else if (bps > 0 && p->bytes_total >= p->bytes_done) {
+    memcpy(eta, "ETA ", 4);
+    format_eta(eta + 4, 32 - 4,
+               (double) (p->bytes_total - p->bytes_done) / bps);
+  } else {
+    strcpy(eta, "ETA --");
+  }
+}
+
+/* The line once the walk is done: the percentage, and before it the bar
+ * when the terminal has room, then `rest` (n columns). snprintf's result.
+ */
+static int with_bar(char *line, size_t size, const pc_progress_t *p,
+                    size_t cols, const char *rest, size_t n) {
+  uint64_t pct_done = p->bytes_total > 0 ? p->bytes_done : p->files_done;
+  uint64_t pct_total = p->bytes_total > 0 ? p->bytes_total : p->files_total;
+  unsigned pct = pct_total > 0 ? (unsigned) (pct_done * 100 / pct_total)
+                               : 100;
+  size_t width = 0;
+  char bar[24];
+  size_t fill;
+
+  if (pct > 100)
+    pct = 100;
+  /* The bar goes first, 10 to 20 columns, when the terminal has room:
+   * "[", "] ", "100%" and "  " take 9 columns more, and the last column
+   * stays free.
+   */
+  if (cols > n + 10)
+    width = cols - n - 10;
+  if (width > 20)
+    width = 20;
+  if (width < 10)
+    return snprintf(line, size, "%3u%%  %s", pct, rest);
+  fill = width * pct / 100;
+  memset(bar, '#', fill);
+  memset(bar + fill, '.', width - fill);
+  bar[width] = '\0';
+  return snprintf(line, size, "[%s] %3u%%  %s", bar, pct, rest);
+}
+
 static void progress_draw(cli_report_t *r, const pc_progress_t *p,
                           uint64_t now) {
   char line[512];
@@ -438,29 +493,13 @@ static void progress_draw(cli_report_t *r, const pc_progress_t *p,
   char rate[40];
   char total_files[24];
   char eta[32];
-  double elapsed = (double) (now - r->start_ns) / 1e9;
-  double bps = 0;
   size_t cols = terminal_columns();
   size_t n;
   int len;
 
   cli_human_bytes(done, sizeof(done), p->bytes_done);
   cli_human_bytes(total, sizeof(total), p->bytes_total);
-  if (elapsed >= 0.2 && p->bytes_done > 0) {
-    bps = (double) p->bytes_done / elapsed;
-    cli_human_bytes(rate, sizeof(rate), (uint64_t) bps);
-  } else {
-    strcpy(rate, "-- B");
-  }
-  if (!p->walk_done) {
-    strcpy(eta, "scanning");
-  } else if (bps > 0 && p->bytes_total >= p->bytes_done) {
-    memcpy(eta, "ETA ", 4);
-    format_eta(eta + 4, sizeof(eta) - 4,
-               (double) (p->bytes_total - p->bytes_done) / bps);
-  } else {
-    strcpy(eta, "ETA --");
-  }
+  rate_and_eta(r, p, now, rate, eta);
 
   /* Fixed-width fields keep the line from jittering as the numbers
    * change, and its length stable enough that the bar stays or goes
@@ -473,37 +512,10 @@ static void progress_draw(cli_report_t *r, const pc_progress_t *p,
                  p->files_done, total_files, done, total, rate, eta);
   n = len > 0 ? (size_t) len : 0;
 
-  if (p->walk_done) {
-    uint64_t pct_done = p->bytes_total > 0 ? p->bytes_done : p->files_done;
-    uint64_t pct_total = p->bytes_total > 0 ? p->bytes_total : p->files_total;
-    unsigned pct = pct_total > 0 ? (unsigned) (pct_done * 100 / pct_total)
-                                 : 100;
-    size_t width = 0;
-    char bar[24];
-    size_t fill;
-
-    if (pct > 100)
-      pct = 100;
-    /* The bar goes first, 10 to 20 columns, when the terminal has room:
-     * "[", "] ", "100%" and "  " take 9 columns more, and the last column
-     * stays free.
-     */
-    if (cols > n + 10)
-      width = cols - n - 10;
-    if (width > 20)
-      width = 20;
-    if (width >= 10) {
-      fill = width * pct / 100;
-      memset(bar, '#', fill);
-      memset(bar + fill, '.', width - fill);
-      bar[width] = '\0';
-      len = snprintf(line, sizeof(line), "[%s] %3u%%  %s", bar, pct, rest);
-    } else {
-      len = snprintf(line, sizeof(line), "%3u%%  %s", pct, rest);
-    }
-  } else {
+  if (p->walk_done)
+    len = with_bar(line, sizeof(line), p, cols, rest, n);
+  else
     len = snprintf(line, sizeof(line), "%s", rest);
-  }
   n = len > 0 ? (size_t) len : 0;
   if (n >= sizeof(line))
     n = sizeof(line) - 1;

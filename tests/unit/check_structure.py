@@ -21,16 +21,10 @@ import sys
 
 MAX_LINES = 80
 
-# Longer than MAX_LINES when the check came (issue 13 item 2 splits them):
-# "file:function": its length then, a ceiling.
-LONG = {
-    "job.c:job_run": 229,
-    "run.c:pc_run": 216,
-    "cli/args.c:apply": 158,
-    "cli/main.c:main": 128,
-    "cli/report.c:progress_draw": 88,
-    "glob.c:match": 81,
-}
+# Longer than MAX_LINES when the check came, with the length they had, a
+# ceiling: "file:function": lines. Issue 13 item 2 split them all; a function
+# that must stay longer is listed here with the reason.
+LONG = {}
 
 
 def symbols(nm, obj):

@@ -243,7 +243,84 @@ static void random_runs(void) {
   }
 }
 
+/* A file of `size` bytes at `rel` below root 0, as the walk hands it on. */
+static pc__job_t *file(const char *rel, uint64_t size) {
+  pc__job_t *j = unit(size, MIB);
+  size_t n = strlen(rel);
+  if ((j->fullpath = malloc(n + 6)) == NULL)
+    abort();
+  memcpy(j->fullpath, "root/", 5);
+  memcpy(j->fullpath + 5, rel, n + 1);
+  j->rel_off = 5;
+  j->size = size;
+  return j;
+}
+
+/* Units: small files of one directory travel together, up to
+ * PC__BATCH_FILES of them or PC__BATCH_BYTES; a file of another directory
+ * closes the unit; a file above PC__BATCH_FILE is a unit alone; the unit
+ * weighs its files' bytes and takes the largest of their memory.
+ */
+static void batching(void) {
+  pc__sched_t s;
+  pc__job_t *j, *k;
+  unsigned n, i;
+
+  cur = "batching";
+  pc__sched_init(&s, 4, PC_MEMORY_UNLIMITED);
+  EXPECT(pc__sched_add(&s, file("a/1.css", 100)) == 0);
+  j = file("a/2.css", 200);
+  j->mem = 2 * MIB;
+  EXPECT(pc__sched_add(&s, j) == 0);
+  EXPECT(pc__sched_pending(&s) == 0); /* still gathering */
+  EXPECT(pc__sched_add(&s, file("b/1.css", 50)) == 0);
+  EXPECT(pc__sched_pending(&s) == 1); /* a/ closed by b/ */
+  EXPECT(pc__sched_add(&s, file("big.js", PC__BATCH_FILE + 1)) == 0);
+  EXPECT(pc__sched_pending(&s) == 2); /* alone, b/ still gathering */
+  EXPECT(pc__sched_flush(&s) == 0);
+  EXPECT(pc__sched_pending(&s) == 3);
+  j = pc__sched_next(&s); /* largest first */
+  EXPECT(j != NULL && j->batch == NULL && j->size == PC__BATCH_FILE + 1);
+  k = pc__sched_next(&s);
+  EXPECT(k != NULL && k->weight == 300 && k->mem == 2 * MIB &&
+         k->batch != NULL && k->batch->size == 200 &&
+         k->batch->batch == NULL);
+  pc__sched_done(&s, j);
+  pc__sched_done(&s, k);
+  pc__job_free(j);
+  pc__job_free(k);
+  j = pc__sched_next(&s);
+  EXPECT(j != NULL && j->weight == 50 && j->batch == NULL);
+  pc__sched_done(&s, j);
+  pc__job_free(j);
+
+  /* Full by count: PC__BATCH_FILES files of one directory, then a new unit. */
+  for (i = 0; i < PC__BATCH_FILES + 1; i++)
+    EXPECT(pc__sched_add(&s, file("c/x", 1)) == 0);
+  EXPECT(pc__sched_pending(&s) == 1);
+  j = pc__sched_next(&s);
+  for (n = 0, k = j; k != NULL; k = k->batch)
+    n++;
+  EXPECT(n == PC__BATCH_FILES && j->weight == PC__BATCH_FILES);
+  pc__sched_done(&s, j);
+  pc__job_free(j);
+  /* Full by bytes: the file that reaches PC__BATCH_BYTES closes it. */
+  pc__sched_drop(&s, 0); /* the one gathered above */
+  for (i = 0; i < 4; i++)
+    EXPECT(pc__sched_add(&s, file("d/x", PC__BATCH_BYTES / 4)) == 0);
+  EXPECT(pc__sched_pending(&s) == 1);
+  /* A worker would idle with nothing small waiting: hand on the unit. */
+  EXPECT(!pc__sched_idle(&s));
+  j = pc__sched_next(&s);
+  EXPECT(j != NULL && j->weight == PC__BATCH_BYTES);
+  EXPECT(pc__sched_idle(&s));
+  pc__sched_done(&s, j);
+  pc__job_free(j);
+  pc__sched_drop(&s, 1);
+}
+
 int main(void) {
+  batching();
   limits();
   alone();
   reserve();

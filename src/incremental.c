@@ -1,0 +1,113 @@
+/* The incremental check: is this file unchanged since the earlier
+ * manifest (prev.h holds its records)? Its size and mtime as recorded,
+ * every output it kept there as recorded and stamped with the source's
+ * mtime, none it did not keep. A stat per output, never a read. The walk
+ * asks it for a file it statted (run.c), a worker for one handed on
+ * unstatted (pc__incremental_check).
+ */
+#include "incremental.h"
+
+#include "work.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+
+int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
+                        const char *name, const struct stat *st,
+                        unsigned absent) {
+  size_t len = strlen(name);
+  char oname[NAME_MAX + 1];
+  int f;
+
+  if (p->size != (uint64_t)st->st_size || p->mtime_ns != pc__ns(st->st_mtim))
+    return 0;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    const char *ext = pc_format_ext((pc_format_t)f);
+    struct stat ost;
+    int there;
+    if (!(formats & PC_FMT_BIT(f)))
+      continue;
+    if (absent & PC_FMT_BIT(f)) {
+      if (p->out[f].state == PC_OUT_KEPT)
+        return 0;
+      continue;
+    }
+    if (len + 1 + strlen(ext) > NAME_MAX)
+      return 0;
+    memcpy(oname, name, len);
+    oname[len] = '.';
+    strcpy(oname + len + 1, ext);
+    there = fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0;
+    if (p->out[f].state == PC_OUT_KEPT) {
+      if (!there || !S_ISREG(ost.st_mode) ||
+          (uint64_t)ost.st_size != p->out[f].size ||
+          ost.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+          ost.st_mtim.tv_nsec != st->st_mtim.tv_nsec)
+        return 0;
+    } else if (there || errno != ENOENT) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The walk's part for a file it handed on unstat'ed (j->prev): 1 when that
+ * settles it (j->outcome, or an error), 0 to compress it now. The walk saw
+ * a regular file in the listing; anything else here was swapped in since.
+ */
+int pc__incremental_check(pc__job_t *j) {
+  const char *base = j->fullpath + pc__job_base_off(j);
+  const pc__cfg_t *c = j->cfg;
+  struct stat st;
+
+  if (fstatat(j->pdir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) /* gone since the listing */
+      j->outcome = PC__CHECK_GONE;
+    else
+      pc__job_fail(j, PC__ERRNO(), NULL);
+    return 1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    pc__job_fail(j, PC_ENOTREG, NULL);
+    return 1;
+  }
+  if (c->man_known && st.st_dev == c->man_dev && st.st_ino == c->man_ino) {
+    j->outcome = PC__CHECK_GONE; /* the manifest itself: never an input */
+    return 1;
+  }
+  *j->st = st;
+  j->size = (uint64_t)st.st_size;
+  j->mtime_ns = pc__ns(st.st_mtim);
+  if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
+    j->skip = st.st_size == 0 ? PC_SKIP_EMPTY : PC_SKIP_MIN_SIZE;
+    j->prev = NULL;
+    return 0; /* its old outputs are stale now: the job removes them */
+  }
+  if (pc__outputs_current(c->formats, j->prev, j->pdir, base, &st,
+                          j->absent)) {
+    j->outcome = PC__CHECK_SAME;
+    return 1;
+  }
+  /* Scheduled by its recorded size: a new one may belong elsewhere (its
+   * own unit, or the memory budget's).
+   */
+  if (j->size != j->prev->size) {
+    j->outcome = PC__CHECK_RESIZED;
+    return 1;
+  }
+  j->prev = NULL; /* checked: a run again (after a dedupe wait) does not */
+  return 0;
+}
+
+const pc__prev_rec_t *pc__incremental_lookup(const pc__prev_t *prev,
+                                             size_t *hint, unsigned formats,
+                                             uint32_t root, const char *rel,
+                                             int dfd, const char *name,
+                                             const struct stat *st,
+                                             unsigned absent) {
+  const pc__prev_rec_t *p = pc__prev_next(prev, root, rel, hint);
+  if (p == NULL || !pc__outputs_current(formats, p, dfd, name, st, absent))
+    return NULL;
+  return p;
+}

@@ -1,0 +1,37 @@
+/* Unchanged since the earlier manifest? (incremental.c) */
+#ifndef PC_INCREMENTAL_H
+#define PC_INCREMENTAL_H
+
+#include "job.h"
+#include "prev.h"
+
+#include <sys/stat.h>
+
+/* 1 when `p`, the earlier manifest's record of the file named `name` in
+ * directory `dfd` and statted as *st, still holds: the same size and mtime,
+ * every output it kept there with its recorded size and the source's mtime
+ * (as we stamp it), none it did not keep there (`absent`: formats whose
+ * output the directory's listing lacks, not stat'ed). A stat per output,
+ * never a read.
+ */
+int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
+                        const char *name, const struct stat *st,
+                        unsigned absent);
+
+/* On the loop thread, for a file the walk statted: the earlier manifest's
+ * record of `rel` below root `root` (pc__prev_next, `hint` its cursor)
+ * when it still holds per pc__outputs_current(), else NULL.
+ */
+const pc__prev_rec_t *pc__incremental_lookup(const pc__prev_t *prev,
+                                             size_t *hint, unsigned formats,
+                                             uint32_t root, const char *rel,
+                                             int dfd, const char *name,
+                                             const struct stat *st,
+                                             unsigned absent);
+
+/* On the worker, for a job the walk handed on unstatted (j->prev): 1 when
+ * that settles it (j->outcome, or the job's error), 0 to compress it now.
+ */
+int pc__incremental_check(pc__job_t *j);
+
+#endif /* PC_INCREMENTAL_H */
