@@ -2,7 +2,7 @@
  * content hash and the options that shape the bytes, so a fresh checkout in
  * CI whose files were compressed by an earlier run copies them instead of
  * compressing again. This file is the store alone; when a job looks up and
- * fills it is the job's business (job.c).
+ * fills it is the cache's worker side's business (cache.c).
  *
  * One SQLite store, DIR/cache.sqlite (WAL mode, so runs sharing it read
  * while one writes). Why SQLite and not LMDB, and the figures: bench/README.
