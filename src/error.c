@@ -17,12 +17,19 @@ const char *pc_strerror(int err) {
   }
   if (err < 0 && err > -4000) {
     /* strerrordesc_np() is thread-safe where glibc's strerror() is not;
-     * without it (musl, the BSDs), strerror() reads a table.
+     * without it (musl, macOS, the BSDs, -Dportable=true), strerror_r()
+     * into this thread's buffer, valid until its next call here: GNU's
+     * variant may return a string of its own, XSI's returns 0 or an error.
      */
 #if PC_HAVE_STRERRORDESC_NP
     const char *s = strerrordesc_np(-err);
 #else
-    const char *s = strerror(-err);
+    static _Thread_local char buf[128];
+#if PC_STRERROR_R_GNU
+    const char *s = strerror_r(-err, buf, sizeof(buf));
+#else
+    const char *s = strerror_r(-err, buf, sizeof(buf)) == 0 ? buf : NULL;
+#endif
 #endif
     if (s != NULL)
       return s;

@@ -86,13 +86,14 @@ void pc__job_free(pc__job_t *j) {
  * tree. A descriptor, or a negative code.
  */
 /* openat2() where the kernel lacks it (ENOSYS: before Linux 5.6) or a
- * seccomp profile refuses it (EPERM: Docker before 20.10, systemd-nspawn):
+ * seccomp profile refuses it (EPERM: Docker before 20.10, systemd-nspawn),
+ * and where there is none (macOS, the BSDs, -Dportable=true):
  * one component at a time, each O_NOFOLLOW, which is what
  * RESOLVE_NO_SYMLINKS does; `dir` comes from the walk, so it holds no "..".
  * A descriptor, or -1 with errno set.
  */
 static int open_each(int dirfd, const char *dir) {
-  const int flags = O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
+  const int flags = PC_O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
   char part[NAME_MAX + 1];
   const char *p = dir;
   int fd = -1, at = dirfd;
@@ -135,20 +136,20 @@ static int open_each(int dirfd, const char *dir) {
 }
 
 static int open_beneath(const pc__job_t *j, int dirfd, const char *dir) {
-  int fd = -1;
 #if PC_HAVE_OPENAT2
   struct open_how how;
+#endif
+  int fd;
 
+#if PC_HAVE_OPENAT2
   memset(&how, 0, sizeof(how));
   how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
   how.resolve = j->cfg->follow ? 0 : RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
   fd = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
-#else
-  errno = ENOSYS; /* built without openat2: as a kernel that lacks it */
-#endif
   if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+#endif
     fd = j->cfg->follow
-             ? openat(dirfd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+             ? openat(dirfd, dir, PC_O_PATH | O_DIRECTORY | O_CLOEXEC)
              : open_each(dirfd, dir);
   if (fd < 0)
     return errno == ELOOP || errno == EXDEV ? PC_ECHANGED : PC__ERRNO();

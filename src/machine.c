@@ -137,10 +137,13 @@ static unsigned quota_cpus(const char *root) {
 }
 
 unsigned pc_default_jobs(void) {
-  unsigned n = 0, q;
 #if PC_HAVE_SCHED_GETAFFINITY
   cpu_set_t set;
+#endif
+  unsigned n = 0, q = 0;
 
+  /* Elsewhere (macOS, the BSDs, -Dportable=true) the CPUs online. */
+#if PC_HAVE_SCHED_GETAFFINITY
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     n = (unsigned)CPU_COUNT(&set);
 #endif
@@ -148,7 +151,8 @@ unsigned pc_default_jobs(void) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     n = c > 0 ? (unsigned)c : 1;
   }
-  q = quota_cpus("");
+  if (PC_HAVE_CGROUPS)
+    q = quota_cpus("");
   if (q > 0 && q < n)
     n = q;
   return n > PC_JOBS_MAX ? PC_JOBS_MAX : n;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#if PC_HAVE_GETRANDOM
+#if PC_HAVE_SYS_RANDOM_H
 #include <sys/random.h>
 #endif
 #include <unistd.h>
@@ -14,14 +14,19 @@
 static const char rand_chars[] =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
-/* Random bits for temp names: one getrandom() per thread, then a
- * xorshift. Uniqueness comes from O_EXCL and the retry, not from here.
+/* Random bits for temp names: one getrandom() per thread (getentropy()
+ * where there is none: macOS, -Dportable=true), then a xorshift.
+ * Uniqueness comes from O_EXCL and the retry, not from here.
  */
 static uint64_t next_random(void) {
   static _Thread_local uint64_t s;
   if (s == 0) {
 #if PC_HAVE_GETRANDOM
     if (getrandom(&s, sizeof(s), 0) != (ssize_t)sizeof(s) || s == 0)
+#elif PC_HAVE_GETENTROPY
+    if (getentropy(&s, sizeof(s)) != 0 || s == 0)
+#else
+    if (s == 0)
 #endif
       s = (uint64_t)getpid() * 0x9e3779b97f4a7c15u ^ (uint64_t)(uintptr_t)&s;
     s |= 1;

@@ -788,7 +788,7 @@ static int make_roots(pc__run_t *r) {
      * file below the root can be opened, whatever its listing says.
      */
     root->fd = open(root->dir[0] ? root->dir : ".",
-                    O_PATH | O_DIRECTORY | O_CLOEXEC);
+                    PC_O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root->fd < 0)
       root->fd_err = PC__ERRNO();
   }

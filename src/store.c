@@ -29,7 +29,7 @@
  * (store 1.15x its payload against 1.31x on 100,000 small .gz; 64 KiB
  * gains 3% more and reads slower). Only a new store takes it.
  */
-#define PAGE_SIZE "16384"
+#define DB_PAGE_SIZE "16384"
 #define KEYLEN 38
 #define CHUNK ((size_t)1 << 16)
 /* Payloads up to this size come with the lookup's row, verified and copied
@@ -733,7 +733,7 @@ static int open_writer(pc__store_t *c) {
    * or power loss (the last commits may be lost: misses, never bad bytes).
    */
   rc = sqlite3_exec(c->wdb,
-                    "PRAGMA page_size = " PAGE_SIZE ";"
+                    "PRAGMA page_size = " DB_PAGE_SIZE ";"
                     "PRAGMA journal_mode = WAL;"
                     "PRAGMA synchronous = NORMAL;",
                     NULL, NULL, NULL);

@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#if PC_HAVE_GETDENTS64
 #include <sys/syscall.h>
+#endif
 #include <unistd.h>
 
 #define WALK_FDS 8
@@ -188,7 +190,8 @@ static void opened(pc__walk_t *w, node_t *n) {
  * by name, each step the directory it was. A descriptor or a negative code.
  */
 static int node_fd(pc__walk_t *w, node_t *n) {
-  int flags = O_PATH | O_DIRECTORY | O_CLOEXEC | (w->follow ? 0 : O_NOFOLLOW);
+  int flags =
+      PC_O_PATH | O_DIRECTORY | O_CLOEXEC | (w->follow ? 0 : O_NOFOLLOW);
   node_t *a, *s;
   int base, owned = 0;
 
@@ -304,10 +307,16 @@ static int add_name(pc__walk_t *w, const char *name, unsigned char type) {
  * negative code (the listing is then empty: a part is no snapshot).
  */
 static int read_listing(pc__walk_t *w, int fd) {
+#if PC_HAVE_GETDENTS64
   _Alignas(8) char buf[DENTS_BUF];
+#else
+  DIR *dir = NULL;
+  int dfd, retried = 0;
+#endif
   size_t k;
   int err = 0;
 
+#if PC_HAVE_GETDENTS64
   for (;;) {
     long got = syscall(SYS_getdents64, fd, buf, sizeof(buf)), off;
     if (got <= 0) {
@@ -324,6 +333,34 @@ static int read_listing(pc__walk_t *w, int fd) {
     if (err != 0)
       break;
   }
+#else
+  /* readdir() on a copy: closedir() closes the descriptor it is given, and
+   * fd stays open for the subdirectories (open_dir()). Out of descriptors,
+   * the chain's evictable ones go first, as in open_dir().
+   */
+  while ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0 &&
+         (errno == EMFILE || errno == ENFILE) && !retried++ &&
+         evict_all(w, w->cur))
+    ;
+  if (dfd < 0 || (dir = fdopendir(dfd)) == NULL) {
+    err = PC__ERRNO();
+    if (dfd >= 0)
+      close(dfd);
+  }
+  while (dir != NULL) {
+    const struct dirent *d;
+    errno = 0;
+    if ((d = readdir(dir)) == NULL) {
+      err = errno != 0 ? PC__ERRNO() : 0;
+      break;
+    }
+    if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0 &&
+        (err = add_name(w, d->d_name, d->d_type)) != 0)
+      break;
+  }
+  if (dir != NULL)
+    closedir(dir);
+#endif
   if (err != 0) {
     free(w->names);
     pc__buf_free(&w->arena);
