@@ -61,43 +61,42 @@
 #include <xxhash.h>
 static uint64_t hash64(const void *p, size_t n) { return XXH3_64bits(p, n); }
 #else
-static uint64_t hash64(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
+static uint64_t hash64(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 0x100000001b3ULL;
+  return h;
 }
 #endif
 
 /* precompress's default skip list (DESIGN.md 2.2): case-insensitive suffixes */
 static const char *skip_ext[] = {
-    "jpg", "jpeg", "png", "gif", "webp", "zip", "gz", "tgz", "bz2", "tbz", "xz", "br",
-    "swf", "flv", "woff", "woff2", "3gp", "3gpp", "asf", "avi", "m4v", "mov", "mp4", "mpeg",
-    "mpg", "webm", "wmv", "avif", "jxl", "heic", "heif", "zst", "zstd", "7z", "rar", "lz4",
-    "lzma", "mp3", "ogg", "oga", "opus", "m4a", "aac", "flac"};
+    "jpg",  "jpeg", "png",  "gif",  "webp", "zip",  "gz",    "tgz",  "bz2",
+    "tbz",  "xz",   "br",   "swf",  "flv",  "woff", "woff2", "3gp",  "3gpp",
+    "asf",  "avi",  "m4v",  "mov",  "mp4",  "mpeg", "mpg",   "webm", "wmv",
+    "avif", "jxl",  "heic", "heif", "zst",  "zstd", "7z",    "rar",  "lz4",
+    "lzma", "mp3",  "ogg",  "oga",  "opus", "m4a",  "aac",   "flac"};
 
-static int skipped_name(const char *name)
-{
-    size_t n = strlen(name);
-    if (n > 8 && strcmp(name + n - 8, ".iofloor") == 0)
-        return 1;
-    if (name[0] == '.' && n > 4 && strcmp(name + n - 4, ".tmp") == 0)
-        return 1;
-    for (size_t i = 0; i < sizeof skip_ext / sizeof skip_ext[0]; i++) {
-        size_t e = strlen(skip_ext[i]);
-        if (n > e + 1 && name[n - e - 1] == '.' && strcasecmp(name + n - e, skip_ext[i]) == 0)
-            return 1;
-    }
-    return 0;
+static int skipped_name(const char *name) {
+  size_t n = strlen(name);
+  if (n > 8 && strcmp(name + n - 8, ".iofloor") == 0)
+    return 1;
+  if (name[0] == '.' && n > 4 && strcmp(name + n - 4, ".tmp") == 0)
+    return 1;
+  for (size_t i = 0; i < sizeof skip_ext / sizeof skip_ext[0]; i++) {
+    size_t e = strlen(skip_ext[i]);
+    if (n > e + 1 && name[n - e - 1] == '.' &&
+        strcasecmp(name + n - e, skip_ext[i]) == 0)
+      return 1;
+  }
+  return 0;
 }
 
-static double now(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+static double now(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---- the list of files --------------------------------------------------- */
@@ -105,283 +104,287 @@ static double now(clockid_t c)
 static char **paths;
 static size_t npaths, cappaths;
 
-static int collect(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    if (flag != FTW_F && flag != FTW_SL)
-        return 0;
-    struct stat tst;
-    if (flag == FTW_SL) {
-        if (stat(path, &tst) != 0)
-            return 0;
-        st = &tst;
-    }
-    if (!S_ISREG(st->st_mode) || st->st_size == 0 || skipped_name(path + ftw->base))
-        return 0;
-    if (npaths == cappaths) {
-        cappaths = cappaths ? cappaths * 2 : 4096;
-        paths = realloc(paths, cappaths * sizeof *paths);
-        if (!paths)
-            abort();
-    }
-    paths[npaths++] = strdup(path);
+static int collect(const char *path, const struct stat *st, int flag,
+                   struct FTW *ftw) {
+  if (flag != FTW_F && flag != FTW_SL)
     return 0;
-}
-
-static int walk(int argc, char **argv)
-{
-    for (int i = 0; i < argc; i++)
-        if (nftw(argv[i], collect, 64, FTW_PHYS) != 0) {
-            perror(argv[i]);
-            return -1;
-        }
+  struct stat tst;
+  if (flag == FTW_SL) {
+    if (stat(path, &tst) != 0)
+      return 0;
+    st = &tst;
+  }
+  if (!S_ISREG(st->st_mode) || st->st_size == 0 ||
+      skipped_name(path + ftw->base))
     return 0;
+  if (npaths == cappaths) {
+    cappaths = cappaths ? cappaths * 2 : 4096;
+    paths = realloc(paths, cappaths * sizeof *paths);
+    if (!paths)
+      abort();
+  }
+  paths[npaths++] = strdup(path);
+  return 0;
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        perror(path);
-        exit(1);
+static int walk(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (nftw(argv[i], collect, 64, FTW_PHYS) != 0) {
+      perror(argv[i]);
+      return -1;
     }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    unsigned char *buf = malloc(cap);
-    for (;;) {
-        if (n == cap && !(buf = realloc(buf, cap *= 2)))
-            abort();
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            perror(path);
-            exit(1);
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    *len = n;
-    return buf;
+  return 0;
 }
 
-/* ---- codec floor ----------------------------------------------------------- */
+static unsigned char *read_all(const char *path, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    perror(path);
+    exit(1);
+  }
+  size_t cap = (size_t)st.st_size + 1, n = 0;
+  unsigned char *buf = malloc(cap);
+  for (;;) {
+    if (n == cap && !(buf = realloc(buf, cap *= 2)))
+      abort();
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      perror(path);
+      exit(1);
+    }
+    if (r == 0)
+      break;
+    n += (size_t)r;
+  }
+  close(fd);
+  *len = n;
+  return buf;
+}
+
+/* ---- codec floor -----------------------------------------------------------
+ */
 
 struct key {
-    uint64_t hash, size;
+  uint64_t hash, size;
 };
 
-static int cmp_key(const void *a, const void *b)
-{
-    const struct key *x = a, *y = b;
-    if (x->hash != y->hash)
-        return x->hash < y->hash ? -1 : 1;
-    return x->size < y->size ? -1 : x->size > y->size;
+static int cmp_key(const void *a, const void *b) {
+  const struct key *x = a, *y = b;
+  if (x->hash != y->hash)
+    return x->hash < y->hash ? -1 : 1;
+  return x->size < y->size ? -1 : x->size > y->size;
 }
 
-static int codec(int argc, char **argv)
-{
-    int gz = 0, br = 0, i = 0;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--gzip") == 0)
-            gz = 1;
-        else if (strcmp(argv[i], "--brotli") == 0)
-            br = 1;
-        else {
-            fprintf(stderr, "floor codec: unknown option %s\n", argv[i]);
-            return 2;
-        }
+static int codec(int argc, char **argv) {
+  int gz = 0, br = 0, i = 0;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    if (strcmp(argv[i], "--gzip") == 0)
+      gz = 1;
+    else if (strcmp(argv[i], "--brotli") == 0)
+      br = 1;
+    else {
+      fprintf(stderr, "floor codec: unknown option %s\n", argv[i]);
+      return 2;
     }
-    if (!gz && !br)
-        gz = br = 1;
-    if (walk(argc - i, argv + i) != 0)
-        return 1;
+  }
+  if (!gz && !br)
+    gz = br = 1;
+  if (walk(argc - i, argv + i) != 0)
+    return 1;
 
-    /* distinct contents: hash every file first (sorted keys), then compress
-     * the first file of each key */
-    struct key *keys = calloc(npaths ? npaths : 1, sizeof *keys);
-    size_t *first = calloc(npaths ? npaths : 1, sizeof *first);
-    uint64_t bytes = 0;
-    for (size_t k = 0; k < npaths; k++) {
-        size_t len;
-        unsigned char *buf = read_all(paths[k], &len);
-        keys[k].hash = hash64(buf, len);
-        keys[k].size = len;
-        bytes += len;
-        free(buf);
+  /* distinct contents: hash every file first (sorted keys), then compress
+   * the first file of each key */
+  struct key *keys = calloc(npaths ? npaths : 1, sizeof *keys);
+  size_t *first = calloc(npaths ? npaths : 1, sizeof *first);
+  uint64_t bytes = 0;
+  for (size_t k = 0; k < npaths; k++) {
+    size_t len;
+    unsigned char *buf = read_all(paths[k], &len);
+    keys[k].hash = hash64(buf, len);
+    keys[k].size = len;
+    bytes += len;
+    free(buf);
+  }
+  struct key *sorted = malloc((npaths ? npaths : 1) * sizeof *sorted);
+  memcpy(sorted, keys, npaths * sizeof *sorted);
+  qsort(sorted, npaths, sizeof *sorted, cmp_key);
+  size_t ndistinct = 0;
+  for (size_t k = 0; k < npaths; k++)
+    if (k == 0 || cmp_key(&sorted[k - 1], &sorted[k]) != 0)
+      sorted[ndistinct++] = sorted[k];
+  /* mark: for each distinct key, the first path carrying it */
+  char *done = calloc(ndistinct ? ndistinct : 1, 1);
+  size_t nwork = 0;
+  for (size_t k = 0; k < npaths; k++) {
+    struct key *hit =
+        bsearch(&keys[k], sorted, ndistinct, sizeof *sorted, cmp_key);
+    size_t d = (size_t)(hit - sorted);
+    if (!done[d]) {
+      done[d] = 1;
+      first[nwork++] = k;
     }
-    struct key *sorted = malloc((npaths ? npaths : 1) * sizeof *sorted);
-    memcpy(sorted, keys, npaths * sizeof *sorted);
-    qsort(sorted, npaths, sizeof *sorted, cmp_key);
-    size_t ndistinct = 0;
-    for (size_t k = 0; k < npaths; k++)
-        if (k == 0 || cmp_key(&sorted[k - 1], &sorted[k]) != 0)
-            sorted[ndistinct++] = sorted[k];
-    /* mark: for each distinct key, the first path carrying it */
-    char *done = calloc(ndistinct ? ndistinct : 1, 1);
-    size_t nwork = 0;
-    for (size_t k = 0; k < npaths; k++) {
-        struct key *hit = bsearch(&keys[k], sorted, ndistinct, sizeof *sorted, cmp_key);
-        size_t d = (size_t)(hit - sorted);
-        if (!done[d]) {
-            done[d] = 1;
-            first[nwork++] = k;
-        }
-    }
+  }
 
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  if (deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return 1;
+  double gz_cpu = 0, br_cpu = 0, slowest = 0;
+  size_t slowest_k = 0;
+  uint64_t distinct_bytes = 0, gz_bytes = 0, br_bytes = 0;
+  for (size_t w = 0; w < nwork; w++) {
+    double before = gz_cpu + br_cpu;
+    size_t len;
+    unsigned char *in = read_all(paths[first[w]], &len);
+    distinct_bytes += len;
+    if (gz) {
+      uLong cap = deflateBound(&zs, (uLong)len);
+      unsigned char *out = malloc(cap);
+      double t0 = now(CLOCK_THREAD_CPUTIME_ID);
+      deflateReset(&zs);
+      zs.next_in = in;
+      zs.avail_in = (uInt)len;
+      zs.next_out = out;
+      zs.avail_out = (uInt)cap;
+      int rc = deflate(&zs, Z_FINISH);
+      gz_cpu += now(CLOCK_THREAD_CPUTIME_ID) - t0;
+      if (rc != Z_STREAM_END) {
+        fprintf(stderr, "floor: deflate failed on %s\n", paths[first[w]]);
         return 1;
-    double gz_cpu = 0, br_cpu = 0, slowest = 0;
-    size_t slowest_k = 0;
-    uint64_t distinct_bytes = 0, gz_bytes = 0, br_bytes = 0;
-    for (size_t w = 0; w < nwork; w++) {
-        double before = gz_cpu + br_cpu;
-        size_t len;
-        unsigned char *in = read_all(paths[first[w]], &len);
-        distinct_bytes += len;
-        if (gz) {
-            uLong cap = deflateBound(&zs, (uLong)len);
-            unsigned char *out = malloc(cap);
-            double t0 = now(CLOCK_THREAD_CPUTIME_ID);
-            deflateReset(&zs);
-            zs.next_in = in;
-            zs.avail_in = (uInt)len;
-            zs.next_out = out;
-            zs.avail_out = (uInt)cap;
-            int rc = deflate(&zs, Z_FINISH);
-            gz_cpu += now(CLOCK_THREAD_CPUTIME_ID) - t0;
-            if (rc != Z_STREAM_END) {
-                fprintf(stderr, "floor: deflate failed on %s\n", paths[first[w]]);
-                return 1;
-            }
-            gz_bytes += zs.total_out + 18;
-            free(out);
-        }
-        if (br) {
-            size_t cap = BrotliEncoderMaxCompressedSize(len);
-            if (cap == 0)
-                cap = len + 1024;
-            unsigned char *out = malloc(cap);
-            size_t outlen = cap;
-            double t0 = now(CLOCK_THREAD_CPUTIME_ID);
-            int ok = BrotliEncoderCompress(11, 22, BROTLI_MODE_GENERIC, len, in, &outlen, out);
-            br_cpu += now(CLOCK_THREAD_CPUTIME_ID) - t0;
-            if (!ok) {
-                fprintf(stderr, "floor: brotli failed on %s\n", paths[first[w]]);
-                return 1;
-            }
-            br_bytes += outlen;
-            free(out);
-        }
-        free(in);
-        if (gz_cpu + br_cpu - before > slowest) {
-            slowest = gz_cpu + br_cpu - before;
-            slowest_k = first[w];
-        }
+      }
+      gz_bytes += zs.total_out + 18;
+      free(out);
     }
-    deflateEnd(&zs);
-    printf("files=%zu bytes=%llu distinct=%zu distinct_bytes=%llu gzip_cpu=%.3f brotli_cpu=%.3f "
-           "gzip_bytes=%llu brotli_bytes=%llu slowest=%.3f\n",
-           npaths, (unsigned long long)bytes, nwork, (unsigned long long)distinct_bytes, gz_cpu,
-           br_cpu, (unsigned long long)gz_bytes, (unsigned long long)br_bytes, slowest);
-    /* On a line of its own: a path may hold spaces. */
-    if (nwork > 0)
-        printf("slowest_file=%s\n", paths[slowest_k]);
-    return 0;
+    if (br) {
+      size_t cap = BrotliEncoderMaxCompressedSize(len);
+      if (cap == 0)
+        cap = len + 1024;
+      unsigned char *out = malloc(cap);
+      size_t outlen = cap;
+      double t0 = now(CLOCK_THREAD_CPUTIME_ID);
+      int ok = BrotliEncoderCompress(11, 22, BROTLI_MODE_GENERIC, len, in,
+                                     &outlen, out);
+      br_cpu += now(CLOCK_THREAD_CPUTIME_ID) - t0;
+      if (!ok) {
+        fprintf(stderr, "floor: brotli failed on %s\n", paths[first[w]]);
+        return 1;
+      }
+      br_bytes += outlen;
+      free(out);
+    }
+    free(in);
+    if (gz_cpu + br_cpu - before > slowest) {
+      slowest = gz_cpu + br_cpu - before;
+      slowest_k = first[w];
+    }
+  }
+  deflateEnd(&zs);
+  printf("files=%zu bytes=%llu distinct=%zu distinct_bytes=%llu gzip_cpu=%.3f "
+         "brotli_cpu=%.3f "
+         "gzip_bytes=%llu brotli_bytes=%llu slowest=%.3f\n",
+         npaths, (unsigned long long)bytes, nwork,
+         (unsigned long long)distinct_bytes, gz_cpu, br_cpu,
+         (unsigned long long)gz_bytes, (unsigned long long)br_bytes, slowest);
+  /* On a line of its own: a path may hold spaces. */
+  if (nwork > 0)
+    printf("slowest_file=%s\n", paths[slowest_k]);
+  return 0;
 }
 
-/* ---- I/O floor ------------------------------------------------------------- */
+/* ---- I/O floor -------------------------------------------------------------
+ */
 
-static int copy_one(const char *path, unsigned char *buf, size_t cap, unsigned *seq,
-                    uint64_t *bytes)
-{
-    int in = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (in < 0 || fstat(in, &st) != 0) {
-        perror(path);
-        return -1;
-    }
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
-    const char *base = path + dirlen;
-    char tmp[8192], final[8192];
-    int out = -1;
-    for (int tries = 0; out < 0 && tries < 100; tries++) {
-        snprintf(tmp, sizeof tmp, "%.*s.%s.iofloor.%06u.tmp", (int)dirlen, path, base,
-                 (*seq)++ % 1000000u);
-        out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (out < 0 && errno != EEXIST)
-            break;
-    }
-    if (out < 0) {
-        perror(tmp);
-        close(in);
-        return -1;
-    }
-    for (;;) {
-        ssize_t r = read(in, buf, cap);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            perror(path);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0) {
-                perror(tmp);
-                return -1;
-            }
-            off += w;
-        }
-    }
-    struct timespec times[2] = {st.st_atim, st.st_mtim};
-    if (fchmod(out, st.st_mode & 07777) != 0 || futimens(out, times) != 0 || close(out) != 0) {
-        perror(tmp);
-        return -1;
-    }
+static int copy_one(const char *path, unsigned char *buf, size_t cap,
+                    unsigned *seq, uint64_t *bytes) {
+  int in = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (in < 0 || fstat(in, &st) != 0) {
+    perror(path);
+    return -1;
+  }
+  const char *slash = strrchr(path, '/');
+  size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
+  const char *base = path + dirlen;
+  char tmp[8192], final[8192];
+  int out = -1;
+  for (int tries = 0; out < 0 && tries < 100; tries++) {
+    snprintf(tmp, sizeof tmp, "%.*s.%s.iofloor.%06u.tmp", (int)dirlen, path,
+             base, (*seq)++ % 1000000u);
+    out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0 && errno != EEXIST)
+      break;
+  }
+  if (out < 0) {
+    perror(tmp);
     close(in);
-    *bytes += (uint64_t)st.st_size;
-    snprintf(final, sizeof final, "%s.iofloor", path);
-    if (rename(tmp, final) != 0) {
-        perror(final);
+    return -1;
+  }
+  for (;;) {
+    ssize_t r = read(in, buf, cap);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      perror(path);
+      return -1;
+    }
+    if (r == 0)
+      break;
+    for (ssize_t off = 0; off < r;) {
+      ssize_t w = write(out, buf + off, (size_t)(r - off));
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0) {
+        perror(tmp);
         return -1;
+      }
+      off += w;
     }
-    return 0;
+  }
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  if (fchmod(out, st.st_mode & 07777) != 0 || futimens(out, times) != 0 ||
+      close(out) != 0) {
+    perror(tmp);
+    return -1;
+  }
+  close(in);
+  *bytes += (uint64_t)st.st_size;
+  snprintf(final, sizeof final, "%s.iofloor", path);
+  if (rename(tmp, final) != 0) {
+    perror(final);
+    return -1;
+  }
+  return 0;
 }
 
-static int io(int argc, char **argv)
-{
-    double t0 = now(CLOCK_MONOTONIC);
-    if (walk(argc, argv) != 0)
-        return 1;
-    enum { CAP = 1 << 20 };
-    unsigned char *buf = malloc(CAP);
-    unsigned seq = (unsigned)getpid();
-    uint64_t bytes = 0;
-    int rc = 0;
-    for (size_t k = 0; k < npaths; k++) {
-        if (copy_one(paths[k], buf, CAP, &seq, &bytes) != 0)
-            rc = 1;
-    }
-    double wall = now(CLOCK_MONOTONIC) - t0;
-    printf("files=%zu bytes=%llu io_wall=%.3f\n", npaths, (unsigned long long)bytes, wall);
-    return rc;
+static int io(int argc, char **argv) {
+  double t0 = now(CLOCK_MONOTONIC);
+  if (walk(argc, argv) != 0)
+    return 1;
+  enum { CAP = 1 << 20 };
+  unsigned char *buf = malloc(CAP);
+  unsigned seq = (unsigned)getpid();
+  uint64_t bytes = 0;
+  int rc = 0;
+  for (size_t k = 0; k < npaths; k++) {
+    if (copy_one(paths[k], buf, CAP, &seq, &bytes) != 0)
+      rc = 1;
+  }
+  double wall = now(CLOCK_MONOTONIC) - t0;
+  printf("files=%zu bytes=%llu io_wall=%.3f\n", npaths,
+         (unsigned long long)bytes, wall);
+  return rc;
 }
 
-/* ---- stat floor ------------------------------------------------------------ */
+/* ---- stat floor ------------------------------------------------------------
+ */
 
 struct sdir {
-    char *path;
-    char **names; /* sorted */
-    size_t n;
+  char *path;
+  char **names; /* sorted */
+  size_t n;
 };
 
 static struct sdir *sdirs;
@@ -390,140 +393,141 @@ static atomic_size_t next_dir;
 static atomic_ulong nstats, nfiles;
 static int stat_gz, stat_br;
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int is_output(const char *name)
-{
-    size_t n = strlen(name);
-    return (n > 3 && strcmp(name + n - 3, ".gz") == 0) ||
-           (n > 3 && strcmp(name + n - 3, ".br") == 0) ||
-           (n > 4 && strcmp(name + n - 4, ".zst") == 0);
+static int is_output(const char *name) {
+  size_t n = strlen(name);
+  return (n > 3 && strcmp(name + n - 3, ".gz") == 0) ||
+         (n > 3 && strcmp(name + n - 3, ".br") == 0) ||
+         (n > 4 && strcmp(name + n - 4, ".zst") == 0);
 }
 
 /* Lists `path` and, through d_type, every directory below it. */
-static int list_dir(const char *path)
-{
-    DIR *d = opendir(path);
-    struct dirent *e;
-    struct sdir sd = {strdup(path), NULL, 0};
-    size_t cap = 0;
-    if (!d) {
-        perror(path);
+static int list_dir(const char *path) {
+  DIR *d = opendir(path);
+  struct dirent *e;
+  struct sdir sd = {strdup(path), NULL, 0};
+  size_t cap = 0;
+  if (!d) {
+    perror(path);
+    return -1;
+  }
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (e->d_type == DT_DIR) {
+      char sub[8192];
+      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+      if (list_dir(sub) != 0)
         return -1;
+      continue;
     }
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (e->d_type == DT_DIR) {
-            char sub[8192];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            if (list_dir(sub) != 0)
-                return -1;
-            continue;
-        }
-        if (sd.n == cap && !(sd.names = realloc(sd.names, (cap = cap ? cap * 2 : 64) * sizeof *sd.names)))
-            abort();
-        /* d_type rides after the NUL, as precompress keeps it */
-        size_t l = strlen(e->d_name);
-        char *nm = malloc(l + 2);
-        memcpy(nm, e->d_name, l + 1);
-        nm[l + 1] = (char)e->d_type;
-        sd.names[sd.n++] = nm;
-    }
-    closedir(d);
-    qsort(sd.names, sd.n, sizeof *sd.names, cmp_str);
-    if (nsdirs == capsdirs && !(sdirs = realloc(sdirs, (capsdirs = capsdirs ? capsdirs * 2 : 256) * sizeof *sdirs)))
-        abort();
-    sdirs[nsdirs++] = sd;
-    return 0;
+    if (sd.n == cap &&
+        !(sd.names =
+              realloc(sd.names, (cap = cap ? cap * 2 : 64) * sizeof *sd.names)))
+      abort();
+    /* d_type rides after the NUL, as precompress keeps it */
+    size_t l = strlen(e->d_name);
+    char *nm = malloc(l + 2);
+    memcpy(nm, e->d_name, l + 1);
+    nm[l + 1] = (char)e->d_type;
+    sd.names[sd.n++] = nm;
+  }
+  closedir(d);
+  qsort(sd.names, sd.n, sizeof *sd.names, cmp_str);
+  if (nsdirs == capsdirs &&
+      !(sdirs = realloc(sdirs, (capsdirs = capsdirs ? capsdirs * 2 : 256) *
+                                   sizeof *sdirs)))
+    abort();
+  sdirs[nsdirs++] = sd;
+  return 0;
 }
 
-static void *stat_worker(void *arg)
-{
-    (void)arg;
-    size_t k;
-    while ((k = atomic_fetch_add(&next_dir, 1)) < nsdirs) {
-        struct sdir *sd = &sdirs[k];
-        int dfd = open(sd->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        unsigned long st_n = 0, f_n = 0;
-        if (dfd < 0)
-            continue;
-        for (size_t i = 0; i < sd->n; i++) {
-            const char *name = sd->names[i];
-            struct stat st;
-            if (name[strlen(name) + 1] != DT_REG || is_output(name) || skipped_name(name))
-                continue;
-            f_n++;
-            st_n++;
-            fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
-            const char *ext[2] = {stat_gz ? "gz" : NULL, stat_br ? "br" : NULL};
-            for (int f = 0; f < 2; f++) {
-                char out[NAME_MAX + 8], *op = out;
-                if (!ext[f])
-                    continue;
-                snprintf(out, sizeof out, "%s.%s", name, ext[f]);
-                if (bsearch(&op, sd->names, sd->n, sizeof *sd->names, cmp_str)) {
-                    st_n++;
-                    fstatat(dfd, out, &st, AT_SYMLINK_NOFOLLOW);
-                }
-            }
+static void *stat_worker(void *arg) {
+  (void)arg;
+  size_t k;
+  while ((k = atomic_fetch_add(&next_dir, 1)) < nsdirs) {
+    struct sdir *sd = &sdirs[k];
+    int dfd = open(sd->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    unsigned long st_n = 0, f_n = 0;
+    if (dfd < 0)
+      continue;
+    for (size_t i = 0; i < sd->n; i++) {
+      const char *name = sd->names[i];
+      struct stat st;
+      if (name[strlen(name) + 1] != DT_REG || is_output(name) ||
+          skipped_name(name))
+        continue;
+      f_n++;
+      st_n++;
+      fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
+      const char *ext[2] = {stat_gz ? "gz" : NULL, stat_br ? "br" : NULL};
+      for (int f = 0; f < 2; f++) {
+        char out[NAME_MAX + 8], *op = out;
+        if (!ext[f])
+          continue;
+        snprintf(out, sizeof out, "%s.%s", name, ext[f]);
+        if (bsearch(&op, sd->names, sd->n, sizeof *sd->names, cmp_str)) {
+          st_n++;
+          fstatat(dfd, out, &st, AT_SYMLINK_NOFOLLOW);
         }
-        close(dfd);
-        atomic_fetch_add(&nstats, st_n);
-        atomic_fetch_add(&nfiles, f_n);
+      }
     }
-    return NULL;
+    close(dfd);
+    atomic_fetch_add(&nstats, st_n);
+    atomic_fetch_add(&nfiles, f_n);
+  }
+  return NULL;
 }
 
-static int stat_floor(int argc, char **argv)
-{
-    long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    int i = 0;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--gzip") == 0)
-            stat_gz = 1;
-        else if (strcmp(argv[i], "--brotli") == 0)
-            stat_br = 1;
-        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-            threads = atol(argv[++i]);
-        else {
-            fprintf(stderr, "floor stat: unknown option %s\n", argv[i]);
-            return 2;
-        }
+static int stat_floor(int argc, char **argv) {
+  long threads = sysconf(_SC_NPROCESSORS_ONLN);
+  int i = 0;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    if (strcmp(argv[i], "--gzip") == 0)
+      stat_gz = 1;
+    else if (strcmp(argv[i], "--brotli") == 0)
+      stat_br = 1;
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = atol(argv[++i]);
+    else {
+      fprintf(stderr, "floor stat: unknown option %s\n", argv[i]);
+      return 2;
     }
-    if (!stat_gz && !stat_br)
-        stat_gz = stat_br = 1;
-    if (threads < 1)
-        threads = 1;
-    double t0 = now(CLOCK_MONOTONIC);
-    for (; i < argc; i++)
-        if (list_dir(argv[i]) != 0)
-            return 1;
-    double t1 = now(CLOCK_MONOTONIC);
-    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
-    for (long t = 0; t < threads; t++)
-        if (pthread_create(&tid[t], NULL, stat_worker, NULL) != 0)
-            abort();
-    for (long t = 0; t < threads; t++)
-        pthread_join(tid[t], NULL);
-    double t2 = now(CLOCK_MONOTONIC);
-    printf("files=%lu stats=%lu threads=%ld list_wall=%.3f stat_wall=%.3f\n",
-           (unsigned long)nfiles, (unsigned long)nstats, threads, t1 - t0, t2 - t0);
-    return 0;
+  }
+  if (!stat_gz && !stat_br)
+    stat_gz = stat_br = 1;
+  if (threads < 1)
+    threads = 1;
+  double t0 = now(CLOCK_MONOTONIC);
+  for (; i < argc; i++)
+    if (list_dir(argv[i]) != 0)
+      return 1;
+  double t1 = now(CLOCK_MONOTONIC);
+  pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+  for (long t = 0; t < threads; t++)
+    if (pthread_create(&tid[t], NULL, stat_worker, NULL) != 0)
+      abort();
+  for (long t = 0; t < threads; t++)
+    pthread_join(tid[t], NULL);
+  double t2 = now(CLOCK_MONOTONIC);
+  printf("files=%lu stats=%lu threads=%ld list_wall=%.3f stat_wall=%.3f\n",
+         (unsigned long)nfiles, (unsigned long)nstats, threads, t1 - t0,
+         t2 - t0);
+  return 0;
 }
 
-int main(int argc, char **argv)
-{
-    if (argc >= 3 && strcmp(argv[1], "stat") == 0)
-        return stat_floor(argc - 2, argv + 2);
-    if (argc >= 3 && strcmp(argv[1], "codec") == 0)
-        return codec(argc - 2, argv + 2);
-    if (argc >= 3 && strcmp(argv[1], "io") == 0)
-        return io(argc - 2, argv + 2);
-    fprintf(stderr, "usage: floor codec [--gzip] [--brotli] DIR... | floor io DIR... |\n"
-                    "       floor stat [--gzip] [--brotli] [--threads N] DIR...\n");
-    return 2;
+int main(int argc, char **argv) {
+  if (argc >= 3 && strcmp(argv[1], "stat") == 0)
+    return stat_floor(argc - 2, argv + 2);
+  if (argc >= 3 && strcmp(argv[1], "codec") == 0)
+    return codec(argc - 2, argv + 2);
+  if (argc >= 3 && strcmp(argv[1], "io") == 0)
+    return io(argc - 2, argv + 2);
+  fprintf(stderr,
+          "usage: floor codec [--gzip] [--brotli] DIR... | floor io DIR... |\n"
+          "       floor stat [--gzip] [--brotli] [--threads N] DIR...\n");
+  return 2;
 }

@@ -5,7 +5,8 @@
  * then reads every entry back in another order, and reports the time of
  * each phase and the store's size on disk against the payload.
  *
- *   find DIR -name '*.gz' | store_pick lmdb|sqlite|sqlite-hashid|sqlite-norowid STOREDIR
+ *   find DIR -name '*.gz' | store_pick lmdb|sqlite|sqlite-hashid|sqlite-norowid
+ * STOREDIR
  *
  * Build: cc -O2 bench/store_pick.c -llmdb -lsqlite3 -lxxhash
  */
@@ -153,20 +154,23 @@ static void run_sqlite(const char *dir, item_t *v, size_t n, int rowid) {
   {
     char q[128];
     const char *jm = getenv("JOURNAL");
-    snprintf(q, sizeof(q), "PRAGMA journal_mode=%s; PRAGMA synchronous=NORMAL;", jm ? jm : "WAL");
+    snprintf(q, sizeof(q), "PRAGMA journal_mode=%s; PRAGMA synchronous=NORMAL;",
+             jm ? jm : "WAL");
     sqlite3_exec(db, q, 0, 0, 0);
   }
-  sqlite3_exec(db,
-               rowid == 1 ? "CREATE TABLE e(id INTEGER PRIMARY KEY, k BLOB UNIQUE, "
-                       "used INTEGER, v BLOB)"
-               : rowid == 2 ? "CREATE TABLE e(id INTEGER PRIMARY KEY, k BLOB, "
-                       "used INTEGER, v BLOB)"
-                     : "CREATE TABLE e(k BLOB PRIMARY KEY, used INTEGER, "
-                       "v BLOB) WITHOUT ROWID",
-               0, 0, 0);
+  sqlite3_exec(
+      db,
+      rowid == 1   ? "CREATE TABLE e(id INTEGER PRIMARY KEY, k BLOB UNIQUE, "
+                     "used INTEGER, v BLOB)"
+      : rowid == 2 ? "CREATE TABLE e(id INTEGER PRIMARY KEY, k BLOB, "
+                     "used INTEGER, v BLOB)"
+                   : "CREATE TABLE e(k BLOB PRIMARY KEY, used INTEGER, "
+                     "v BLOB) WITHOUT ROWID",
+      0, 0, 0);
   if (rowid == 2) {
-    sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO e(id, k, used, v) VALUES(?4,?1,?2,?3)",
-                       -1, &ins, NULL);
+    sqlite3_prepare_v2(
+        db, "INSERT OR REPLACE INTO e(id, k, used, v) VALUES(?4,?1,?2,?3)", -1,
+        &ins, NULL);
     sqlite3_prepare_v2(db, "SELECT v FROM e WHERE id=?2", -1, &get, NULL);
   } else {
     sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO e(k, used, v) VALUES(?,?,?)",
@@ -181,7 +185,8 @@ static void run_sqlite(const char *dir, item_t *v, size_t n, int rowid) {
       sqlite3_bind_int64(ins, 2, (sqlite3_int64)i);
       sqlite3_bind_blob(ins, 3, v[i].val, (int)v[i].len, SQLITE_STATIC);
       if (rowid == 2)
-        sqlite3_bind_int64(ins, 4, (sqlite3_int64)(XXH3_64bits(v[i].key, 24) >> 1));
+        sqlite3_bind_int64(ins, 4,
+                           (sqlite3_int64)(XXH3_64bits(v[i].key, 24) >> 1));
       if (sqlite3_step(ins) != SQLITE_DONE)
         die("insert", sqlite3_errmsg(db));
       sqlite3_reset(ins);
@@ -195,7 +200,8 @@ static void run_sqlite(const char *dir, item_t *v, size_t n, int rowid) {
   t0 = now();
   for (i = n; i-- > 0;) {
     if (rowid == 2)
-      sqlite3_bind_int64(get, 2, (sqlite3_int64)(XXH3_64bits(v[i].key, 24) >> 1));
+      sqlite3_bind_int64(get, 2,
+                         (sqlite3_int64)(XXH3_64bits(v[i].key, 24) >> 1));
     else
       sqlite3_bind_blob(get, 1, v[i].key, 24, SQLITE_STATIC);
     if (sqlite3_step(get) != SQLITE_ROW ||
@@ -215,13 +221,16 @@ int main(int argc, char **argv) {
   item_t *v;
 
   if (argc != 3)
-    die("usage", "store_pick lmdb|sqlite|sqlite-hashid|sqlite-norowid DIR <list");
+    die("usage",
+        "store_pick lmdb|sqlite|sqlite-hashid|sqlite-norowid DIR <list");
   v = load(&n, &payload);
   printf("%zu entries, payload %zu bytes\n", n, payload);
   if (strcmp(argv[1], "lmdb") == 0)
     run_lmdb(argv[2], v, n);
   else
-    run_sqlite(argv[2], v, n, strcmp(argv[1], "sqlite") == 0 ? 1
-                              : strcmp(argv[1], "sqlite-hashid") == 0 ? 2 : 0);
+    run_sqlite(argv[2], v, n,
+               strcmp(argv[1], "sqlite") == 0          ? 1
+               : strcmp(argv[1], "sqlite-hashid") == 0 ? 2
+                                                       : 0);
   return 0;
 }

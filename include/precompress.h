@@ -42,28 +42,27 @@ extern "C" {
 /* Error codes. System errors are negated errno values (-ENOENT, ...), the
  * same numbers libuv uses on Unix. The library's own start at -4000.
  */
-#define PC_ERRNO_MAP(XX)                                                      \
-  XX(ECHANGED, -4001, "file changed while being read")                        \
-  XX(ECODEC, -4002, "compression library failed")                            \
-  XX(ENOTREG, -4003, "not a regular file")                                    \
-  XX(EOUTDIR, -4004, "output name is taken by a directory")                   \
-  XX(ENOZSTD, -4005, "built without zstd support")                            \
-  XX(EINTERRUPTED, -4006, "interrupted")                                      \
-  XX(EBADMANIFEST, -4007, "not a precompress manifest (invalid JSON)")       \
-  XX(ENOENGINE, -4008, "built without that gzip engine")                     \
-  XX(ENOTMANIFEST, -4009, "valid JSON but not a precompress manifest")        \
-  XX(EREFUSE, -4010, "refusing to replace: not a precompress manifest")       \
-  XX(EOUTNAME, -4011,                                                         \
-     "refusing to write a manifest under an output's name (.gz, .br, .zst)")  \
-  XX(EUNSAFE, -4012,                                                          \
-     "refusing a cache another user owns or others can write")      \
+#define PC_ERRNO_MAP(XX)                                                       \
+  XX(ECHANGED, -4001, "file changed while being read")                         \
+  XX(ECODEC, -4002, "compression library failed")                              \
+  XX(ENOTREG, -4003, "not a regular file")                                     \
+  XX(EOUTDIR, -4004, "output name is taken by a directory")                    \
+  XX(ENOZSTD, -4005, "built without zstd support")                             \
+  XX(EINTERRUPTED, -4006, "interrupted")                                       \
+  XX(EBADMANIFEST, -4007, "not a precompress manifest (invalid JSON)")         \
+  XX(ENOENGINE, -4008, "built without that gzip engine")                       \
+  XX(ENOTMANIFEST, -4009, "valid JSON but not a precompress manifest")         \
+  XX(EREFUSE, -4010, "refusing to replace: not a precompress manifest")        \
+  XX(EOUTNAME, -4011,                                                          \
+     "refusing to write a manifest under an output's name (.gz, .br, .zst)")   \
+  XX(EUNSAFE, -4012, "refusing a cache another user owns or others can write") \
   XX(ESTORE, -4013, "not a precompress cache store, or a damaged one")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
   PC_ERRNO_MAP(PC__ERR_ENUM)
 #undef PC__ERR_ENUM
-  PC_ERR_MIN_ = -4100
+      PC_ERR_MIN_ = -4100
 };
 
 /* Message for any code this library returns (never NULL; thread-safe). */
@@ -166,8 +165,8 @@ typedef struct pc_file {
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
-  int alone;            /* its encoders' estimate passed the memory limit
-                           by itself: it ran with no other file beside it */
+  int alone; /* its encoders' estimate passed the memory limit
+                by itself: it ran with no other file beside it */
 } pc_file_t;
 
 /* Live figures for a progress display. Totals grow while the walk runs. */
@@ -189,24 +188,24 @@ typedef struct pc_totals {
                           the same bytes instead of compressing again */
   uint64_t cached;     /* of `compressed`: results taken from the cache */
   uint64_t skipped[PC_SKIP_MAX_]; /* files with no output, by reason */
-  uint64_t failed;     /* files that failed */
-  uint64_t errors;     /* other failures: a directory that cannot be read,
-                          the manifest or the cache (see on_error) */
-  uint64_t changes;    /* outputs created, replaced as stale, or removed */
-  uint64_t removed;    /* outputs removed (or, dry run, to remove) */
-  int signo;           /* the signal pc_stop() named when it stopped the
-                          run (see pc_run()), else 0 */
+  uint64_t failed;                /* files that failed */
+  uint64_t errors;  /* other failures: a directory that cannot be read,
+                       the manifest or the cache (see on_error) */
+  uint64_t changes; /* outputs created, replaced as stale, or removed */
+  uint64_t removed; /* outputs removed (or, dry run, to remove) */
+  int signo;        /* the signal pc_stop() named when it stopped the
+                       run (see pc_run()), else 0 */
   struct {
     uint64_t files;     /* outputs kept */
     uint64_t bytes_in;  /* source bytes of those files */
     uint64_t bytes_out; /* output bytes kept */
   } fmt[PC_NFORMATS];
-  uint64_t mem_limit;  /* the memory limit the run kept to (bytes), or
-                          PC_MEMORY_UNLIMITED */
-  uint64_t mem_peak;   /* the most the units in flight were estimated to
-                          take at once (encoders and buffers, bytes) */
-  uint64_t ran_alone;  /* files that ran alone, over the limit by
-                          themselves */
+  uint64_t mem_limit;   /* the memory limit the run kept to (bytes), or
+                           PC_MEMORY_UNLIMITED */
+  uint64_t mem_peak;    /* the most the units in flight were estimated to
+                           take at once (encoders and buffers, bytes) */
+  uint64_t ran_alone;   /* files that ran alone, over the limit by
+                           themselves */
   const char *err_path; /* when pc_run() returned an error about a name
                            (the manifest's), that name, else NULL */
 } pc_totals_t;
@@ -218,9 +217,9 @@ typedef struct pc_options {
   const char *const *paths;
   size_t npaths;
 
-  unsigned formats;           /* PC_FMT_BIT(PC_GZ) | ...; default gz and br */
-  int level[PC_NFORMATS];     /* see pc_level_range(): gzip 1..9 (9),
-                                 brotli 0..11 (11), zstd 1..19 (19) */
+  unsigned formats;             /* PC_FMT_BIT(PC_GZ) | ...; default gz and br */
+  int level[PC_NFORMATS];       /* see pc_level_range(): gzip 1..9 (9),
+                                   brotli 0..11 (11), zstd 1..19 (19) */
   pc_gzip_engine_t gzip_engine; /* PC_GZIP_ZLIB; gzip level 1..12 with
                                    libdeflate, 1..1000 iterations with zopfli */
 
@@ -229,7 +228,7 @@ typedef struct pc_options {
    */
   uint64_t ratio_num;
   uint64_t ratio_den;
-  uint64_t min_size;          /* files smaller than this get nothing (1) */
+  uint64_t min_size; /* files smaller than this get nothing (1) */
 
   /* Skip list: extensions without the dot, matched case-insensitively at the
    * end of the name. NULL means the default list (pc_default_skip_ext()).
@@ -245,9 +244,9 @@ typedef struct pc_options {
   const char *const *exclude;
   size_t nexclude;
 
-  int follow;       /* enter symlinked directories */
-  unsigned jobs;    /* files compressed at once, at most PC_JOBS_MAX;
-                       0 = pc_default_jobs() */
+  int follow;    /* enter symlinked directories */
+  unsigned jobs; /* files compressed at once, at most PC_JOBS_MAX;
+                    0 = pc_default_jobs() */
   /* Write the JSON manifest here (NULL: none). When it exists already and
    * was written with the same formats, levels and ratio, a file whose size
    * and mtime match its record and whose outputs are present with the
@@ -263,7 +262,7 @@ typedef struct pc_options {
    * refuses nothing either.
    */
   const char *manifest;
-  int force;        /* ignore the earlier manifest: compress every file */
+  int force; /* ignore the earlier manifest: compress every file */
   /* Content cache: results stored by content hash and the options that
    * shape the bytes, reused across runs and trees (NULL: none). Trimmed to
    * cache_max_size bytes (0: no limit), least recently used first.
@@ -278,9 +277,9 @@ typedef struct pc_options {
    */
   uint32_t shard_index; /* 1..shard_count */
   uint32_t shard_count;
-  int dry_run;      /* do everything but write, replace or remove */
-  int fsync;        /* fsync each output before its rename and its
-                       directory after, and the manifest likewise */
+  int dry_run; /* do everything but write, replace or remove */
+  int fsync;   /* fsync each output before its rename and its
+                  directory after, and the manifest likewise */
 
   /* Callbacks, all made on the thread that called pc_run(). */
   void *data;
@@ -412,9 +411,10 @@ PC_EXTERN int pc_merge_manifests(const char *out, const char *const *in,
  * non-zero return of `put` stops the merge and is returned (*bad is
  * then SIZE_MAX).
  */
-PC_EXTERN int pc_merge_manifests_write(
-    int (*put)(void *data, const void *buf, size_t len), void *data,
-    const char *const *in, size_t nin, size_t *bad);
+PC_EXTERN int pc_merge_manifests_write(int (*put)(void *data, const void *buf,
+                                                  size_t len),
+                                       void *data, const char *const *in,
+                                       size_t nin, size_t *bad);
 
 /* Validates options without running. Returns 0 or -EINVAL; *what, when not
  * NULL, receives a static phrase naming the bad field.

@@ -24,8 +24,8 @@ static void cache_key(const pc__job_t *j, int f, const uint64_t h[2],
  * keep rule: a payload (kept or not by its length), or a rejection above a
  * limit at least ours. 1 when it did.
  */
-int pc__cache_get(pc__job_t *j, int f, const uint64_t h[2],
-                      uint64_t limit, pc__fmt_t *s) {
+int pc__cache_get(pc__job_t *j, int f, const uint64_t h[2], uint64_t limit,
+                  pc__fmt_t *s) {
   pc__store_key_t k;
   pc__store_hit_t hit;
 
@@ -36,8 +36,7 @@ int pc__cache_get(pc__job_t *j, int f, const uint64_t h[2],
     if (hit.limit < limit)
       return 0; /* rejected above a lower limit: ours may keep it */
     j->out[f].state = PC_OUT_RATIO;
-  } else if (pc__keep(j->size, hit.len, j->cfg->ratio_num,
-                      j->cfg->ratio_den)) {
+  } else if (pc__keep(j->size, hit.len, j->cfg->ratio_num, j->cfg->ratio_den)) {
     j->out[f].state = PC_OUT_KEPT;
     j->out[f].size = hit.len;
     s->total = hit.len;
@@ -67,8 +66,7 @@ int pc__cache_copy(pc__job_t *j, pc__fmt_t *s, uint64_t n) {
     pc__job_fail(j, -ENOMEM, NULL);
     return -ENOMEM;
   }
-  if (s->out.fd < 0 &&
-      (err = pc__out_open(&s->out, j->pdir, s->base)) != 0) {
+  if (s->out.fd < 0 && (err = pc__out_open(&s->out, j->pdir, s->base)) != 0) {
     pc__job_fail(j, err, s->final);
     goto out;
   }
@@ -102,14 +100,12 @@ void pc__cache_mark(const pc__job_t *j, pc__fmt_t *s, const uint64_t *h) {
     s->hash = h;
 }
 
-void pc__cache_put_kept(pc__job_t *j, int f, const pc__fmt_t *s,
-                        uint64_t n) {
+void pc__cache_put_kept(pc__job_t *j, int f, const pc__fmt_t *s, uint64_t n) {
   pc__store_key_t k;
 
   cache_key(j, f, s->hash, &k);
   j->cache_puts += (unsigned)pc__store_put(
-      j->cfg->cache, &k, 1, s->mem != NULL ? s->mem : s->keep, s->out.fd, n,
-      0);
+      j->cfg->cache, &k, 1, s->mem != NULL ? s->mem : s->keep, s->out.fd, n, 0);
 }
 
 void pc__cache_put_rejected(pc__job_t *j, int f, const pc__fmt_t *s) {

@@ -80,8 +80,8 @@ static void *mem_alloc(void *opaque, size_t n) {
     return NULL;
   if (n + MEM_HDR >= MEM_BIG) {
     len = n + MEM_HDR;
-    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-             -1, 0);
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+             0);
     if (p == MAP_FAILED) {
       /* Under an address-space limit (ulimit -v) malloc may still have
        * room in the arenas it reserved: use it.
@@ -215,7 +215,9 @@ static int gz_init(pc__enc_t *e, int level, pc_gzip_engine_t engine) {
     if (!pc_gzip_engine_available(engine))
       return PC_ENOENGINE;
     /* The levels that compress hardest say so, as CPython does for 9. */
-    e->u.gz.xfl = engine == PC_GZIP_ZOPFLI || level >= 9 ? 2 : level == 1 ? 4 : 0;
+    e->u.gz.xfl = engine == PC_GZIP_ZOPFLI || level >= 9 ? 2
+                  : level == 1                           ? 4
+                                                         : 0;
     return 0;
   }
   if ((e->u.gz.z = take_gz(e->spares, level)) != NULL) {
@@ -255,8 +257,8 @@ static int gz_trailer(pc__enc_t *e, pc__buf_t *dst) {
 /* libdeflate and zopfli take the whole input at once: gather it, then
  * compress at the end (header written by gz_feed, trailer here).
  */
-static int gz_gather(pc__enc_t *e, const unsigned char *in, size_t n,
-                     int last, pc__buf_t *dst) {
+static int gz_gather(pc__enc_t *e, const unsigned char *in, size_t n, int last,
+                     pc__buf_t *dst) {
   pc__buf_t *w = &e->u.gz.whole;
   size_t i;
   int err;
@@ -298,8 +300,7 @@ static int gz_gather(pc__enc_t *e, const unsigned char *in, size_t n,
     size_t outsize = 0;
     ZopfliInitOptions(&o);
     o.numiterations = e->u.gz.level;
-    ZopfliCompress(&o, ZOPFLI_FORMAT_DEFLATE, w->data, w->len, &out,
-                   &outsize);
+    ZopfliCompress(&o, ZOPFLI_FORMAT_DEFLATE, w->data, w->len, &out, &outsize);
     if (out == NULL)
       return -ENOMEM;
     err = pc__buf_append(dst, out, outsize);
@@ -318,8 +319,8 @@ static int gz_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
   int flush = last ? Z_FINISH : Z_NO_FLUSH, ret, err;
 
   if (!e->u.gz.header_done) {
-    const unsigned char hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0,
-                                   (unsigned char)e->u.gz.xfl, 0xff};
+    const unsigned char hdr[10] = {
+        0x1f, 0x8b, 8, 0, 0, 0, 0, 0, (unsigned char)e->u.gz.xfl, 0xff};
     if ((err = pc__buf_append(dst, hdr, sizeof(hdr))) != 0)
       return err;
     e->u.gz.header_done = 1;
@@ -360,8 +361,8 @@ static int gz_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
  * will take can be had: its binary-tree hasher takes 8 bytes per window
  * position (the whole 4 MiB window once input comes in pieces), its ring
  * buffer and copies up to four times the window, its optimal parser up to
- * 64 bytes per input byte of a metablock. Without a limit the kernel decides, as for
- * everyone.
+ * 64 bytes per input byte of a metablock. Without a limit the kernel decides,
+ * as for everyone.
  */
 static int br_room(int level, uint64_t in_size) {
   struct rlimit rl;
@@ -397,8 +398,8 @@ static int br_room(int level, uint64_t in_size) {
  */
 static const struct {
   uint64_t in_kib, mib;
-} br_mem_table[] = {{0, 1},     {64, 4},     {256, 13},  {512, 17},
-                    {1024, 24}, {2048, 35},  {2560, 40}, {4096, 54},
+} br_mem_table[] = {{0, 1},     {64, 4},    {256, 13},  {512, 17},
+                    {1024, 24}, {2048, 35}, {2560, 40}, {4096, 54},
                     {8192, 68}, {16384, 72}};
 
 static uint64_t br_mem(int level, uint64_t in_size) {
@@ -406,9 +407,8 @@ static uint64_t br_mem(int level, uint64_t in_size) {
   uint64_t kib = in_size >> 10;
 
   if (level < 10) /* no optimal parser: the window and the hash tables */
-    return ((uint64_t)8 << 20) + (in_size < ((uint64_t)4 << 20)
-                                      ? in_size
-                                      : ((uint64_t)4 << 20));
+    return ((uint64_t)8 << 20) +
+           (in_size < ((uint64_t)4 << 20) ? in_size : ((uint64_t)4 << 20));
   if (kib >= br_mem_table[n - 1].in_kib)
     return (br_mem_table[n - 1].mib + 4) << 20; /* a margin past the table */
   for (k = 1; kib > br_mem_table[k].in_kib; k++)
@@ -489,9 +489,8 @@ static int zst_init(pc__enc_t *e, int level, uint64_t in_size,
       c = sp->zst[--sp->nzst];
     uv_mutex_unlock(&sp->lock);
   }
-  if (c == NULL &&
-      (c = ZSTD_createCCtx_advanced(
-           (ZSTD_customMem){mem_alloc, mem_free, NULL})) == NULL)
+  if (c == NULL && (c = ZSTD_createCCtx_advanced(
+                        (ZSTD_customMem){mem_alloc, mem_free, NULL})) == NULL)
     return -ENOMEM;
   /* Every parameter back to its default: the last file's must not leak. */
   ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
@@ -552,8 +551,7 @@ uint64_t pc__enc_mem(pc_format_t fmt, int level, pc_gzip_engine_t engine,
      */
     if (engine == PC_GZIP_ZLIB)
       return (uint64_t)512 << 10;
-    return ((uint64_t)2 << 20) +
-           in_size * (engine == PC_GZIP_ZOPFLI ? 4 : 1);
+    return ((uint64_t)2 << 20) + in_size * (engine == PC_GZIP_ZOPFLI ? 4 : 1);
   case PC_BR:
     return br_mem(level, in_size);
 #if PC_HAVE_ZSTD

@@ -19,8 +19,8 @@
 #define PC__STR(x) PC__STR_(x)
 #define PC__STR_(x) #x
 
-#define PC__CONTAINER_OF(ptr, type, field)                                    \
-  ((type *)((char *)(ptr) - offsetof(type, field)))
+#define PC__CONTAINER_OF(ptr, type, field)                                     \
+  ((type *)((char *)(ptr)-offsetof(type, field)))
 
 /* Negated errno of the last failed call. Never 0: a call that failed without
  * setting errno still reports a failure.
@@ -47,8 +47,7 @@ static inline int pc__keep(uint64_t in, uint64_t out, uint64_t num,
 /* The largest output that still passes the keep rule for an input of `in`
  * bytes (so a codec can stop early once its output grows past it).
  */
-static inline uint64_t pc__keep_limit(uint64_t in, uint64_t num,
-                                      uint64_t den) {
+static inline uint64_t pc__keep_limit(uint64_t in, uint64_t num, uint64_t den) {
   pc__u128 lim = (pc__u128)in * num / den;
   return lim > UINT64_MAX ? UINT64_MAX : (uint64_t)lim;
 }

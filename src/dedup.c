@@ -16,7 +16,7 @@ struct pc__dedup {
   uint64_t keep_max;
   pc__content_t **all; /* every content claimed, in claim order */
   size_t n, capall;
-  pc__index_t ix;      /* over all[], by (size, hash) */
+  pc__index_t ix; /* over all[], by (size, hash) */
 };
 
 int pc__dedup_new(pc__dedup_t **out) {
@@ -112,8 +112,8 @@ void pc__dedup_budget(pc__dedup_t *d, uint64_t mem_limit) {
   /* Copies kept for files that may never come are memory the limit must
    * account for: a quarter of it at most.
    */
-  d->keep_max = mem_limit / 4 < PC__DEDUP_KEEP_MAX ? mem_limit / 4
-                                                   : PC__DEDUP_KEEP_MAX;
+  d->keep_max =
+      mem_limit / 4 < PC__DEDUP_KEEP_MAX ? mem_limit / 4 : PC__DEDUP_KEEP_MAX;
 }
 
 int pc__dedup_reserve(pc__dedup_t *d, uint64_t n) {
@@ -272,8 +272,8 @@ out:
  * the budget spent): then the caller compresses instead. Negative on our
  * own write errors.
  */
-static int copy_outputs(pc__job_t *j, pc__fmt_t *fs,
-                        const pc_output_t *lo, const pc__content_t *c) {
+static int copy_outputs(pc__job_t *j, pc__fmt_t *fs, const pc_output_t *lo,
+                        const pc__content_t *c) {
   int f, err;
 
   /* Every kept format's bytes must be there, or the follower compresses:
@@ -327,8 +327,8 @@ static int try_copy(pc__job_t *j, int fd, const unsigned char *whole,
   return 1;
 }
 
-int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole,
-                   uint64_t h[2], int *have_hash, pc__fmt_t *fs) {
+int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole, uint64_t h[2],
+                   int *have_hash, pc__fmt_t *fs) {
   int err, r = 0;
 
   if (j->size > 0 && j->cfg->dedup != NULL) {
@@ -369,8 +369,7 @@ int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole,
  * descriptor before its rename, never through a name. Best effort, within
  * the table's budget: without it followers compress.
  */
-void pc__dedup_keep(pc__job_t *j, pc__fmt_t *s,
-                               uint64_t n) {
+void pc__dedup_keep(pc__job_t *j, pc__fmt_t *s, uint64_t n) {
   unsigned char *p;
   uint64_t done = 0;
 

@@ -27,13 +27,13 @@ typedef struct pc__dedup pc__dedup_t;
 typedef struct pc__content {
   uint64_t size;
   uint64_t h[2];
-  char *leader;  /* owned; the leader's source path */
+  char *leader; /* owned; the leader's source path */
   /* Written by the leader's worker under the table lock, before its job
    * returns to the loop; read under the lock.
    */
   int done;
-  int ok;        /* done, and the outputs below are on disk (or, dry run,
-                    would be) */
+  int ok; /* done, and the outputs below are on disk (or, dry run,
+             would be) */
   pc_output_t out[PC_NFORMATS];
   /* The bytes of each kept output (out[f].size of them), owned; NULL when
    * not kept: the output was too big to hold (it spilled to its file) or

@@ -7,8 +7,8 @@
 
 const char *pc_strerror(int err) {
   switch (err) {
-#define PC__ERR_CASE(name, val, msg)                                          \
-  case PC_##name:                                                             \
+#define PC__ERR_CASE(name, val, msg)                                           \
+  case PC_##name:                                                              \
     return msg;
     PC_ERRNO_MAP(PC__ERR_CASE)
 #undef PC__ERR_CASE

@@ -61,8 +61,8 @@ enum { T_LIT, T_ANY, T_CLASS, T_STAR, T_DSTAR, T_DSLASH };
 
 typedef struct token {
   unsigned char kind;
-  unsigned char c;   /* T_LIT */
-  const char *cls;   /* T_CLASS: just past '[' */
+  unsigned char c; /* T_LIT */
+  const char *cls; /* T_CLASS: just past '[' */
 } token_t;
 
 /* Compiles p into t (room for strlen(p) tokens). Returns the count. */

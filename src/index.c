@@ -34,8 +34,7 @@ size_t pc__index_slot(const pc__index_t *x, uint64_t h, pc__index_eq_t eq,
   size_t i = (size_t)h & (x->cap - 1);
 
   for (; x->slots[i].item != 0; i = (i + 1) & (x->cap - 1))
-    if (x->slots[i].hash == (uint32_t)h &&
-        eq(ctx, x->slots[i].item - 1, key))
+    if (x->slots[i].hash == (uint32_t)h && eq(ctx, x->slots[i].item - 1, key))
       break;
   return i;
 }

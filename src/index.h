@@ -30,8 +30,7 @@ typedef struct pc__index {
 } pc__index_t;
 
 /* Whether item number `item` of the caller's (ctx) is `key`. */
-typedef int (*pc__index_eq_t)(const void *ctx, uint32_t item,
-                              const void *key);
+typedef int (*pc__index_eq_t)(const void *ctx, uint32_t item, const void *key);
 
 /* Room for one more item (the index doubles when it would pass half
  * full). 0 or -ENOMEM, also for 2^31 items (a slot's hash half places it).

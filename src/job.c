@@ -65,8 +65,7 @@ uint64_t pc__job_mem(const pc__cfg_t *cfg, uint64_t size) {
   m += 2 * in;
   for (f = 0; f < PC_NFORMATS; f++)
     if (cfg->formats & PC_FMT_BIT(f))
-      m += pc__enc_mem((pc_format_t)f, cfg->level[f], cfg->gzip_engine,
-                       size) +
+      m += pc__enc_mem((pc_format_t)f, cfg->level[f], cfg->gzip_engine, size) +
            2 * out + ((uint64_t)64 << 10);
   return m;
 }
@@ -233,8 +232,8 @@ static void drop(const pc__job_t *j, pc__fmt_t *s) {
 /* Feeds the whole source to every format: from `whole` when the file is in
  * memory, else read in chunks from fd.
  */
-static int compress_all(pc__job_t *j, int fd, pc__fmt_t *fs,
-                        uint64_t limit, const unsigned char *whole) {
+static int compress_all(pc__job_t *j, int fd, pc__fmt_t *fs, uint64_t limit,
+                        const unsigned char *whole) {
   size_t bufsize = j->size < PC__CHUNK ? (size_t)j->size : PC__CHUNK;
   uint64_t done = 0;
   unsigned char *buf = NULL;

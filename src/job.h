@@ -18,18 +18,18 @@ typedef struct pc__cfg {
   pc_gzip_engine_t gzip_engine;
   uint64_t ratio_num, ratio_den;
   int dry_run;
-  int follow;      /* --follow: symlinked directories are part of the tree */
-  int fsync;       /* --fsync: outputs durable before and after rename */
+  int follow;        /* --follow: symlinked directories are part of the tree */
+  int fsync;         /* --fsync: outputs durable before and after rename */
   uint64_t min_size; /* --min-size: smaller files are skipped */
-  int man_known;   /* the manifest exists: never an input (dev, ino) */
+  int man_known;     /* the manifest exists: never an input (dev, ino) */
   dev_t man_dev;
   ino_t man_ino;
   unsigned jobs;   /* threads for zstd's own multi-threading of big files */
   atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
-  struct pc__dedup *dedup; /* shared, with its own lock; NULL: no dedupe */
+  struct pc__dedup *dedup;   /* shared, with its own lock; NULL: no dedupe */
   struct pc__spares *spares; /* shared, with its own lock: codec states
                                 kept between files, freed with the run */
-  struct pc__store *cache; /* thread-safe (store.h); NULL: no --cache-dir */
+  struct pc__store *cache;   /* thread-safe (store.h); NULL: no --cache-dir */
 } pc__cfg_t;
 
 /* A job waits in the run's heap from the walk until a worker is free: as
@@ -48,9 +48,9 @@ typedef struct pc__job {
   int64_t mtime_ns; /* walk's mtime; fstat's once opened */
 
   /* Results, written by the worker. */
-  struct stat *st;  /* while it runs: the source as opened (the worker's) */
+  struct stat *st; /* while it runs: the source as opened (the worker's) */
   int err;
-  char *err_path;   /* owned; NULL means fullpath */
+  char *err_path; /* owned; NULL means fullpath */
   pc_output_t out[PC_NFORMATS];
 
   /* Dedupe: the content this job claimed. `wait` asks the loop thread to
@@ -60,26 +60,26 @@ typedef struct pc__job {
   struct timespec atime0; /* the source's before its first read: what
                              outputs get, even after a wait */
   int wait;
-  int lead;               /* compressed it first: others may wait on it */
-  int copied;             /* outputs copied from an identical file */
-  int cached;             /* every format's result came from the cache */
-  unsigned cache_puts;    /* entries it stored in the cache */
-  struct pc__job *next;   /* loop thread: the list of parked jobs */
+  int lead;             /* compressed it first: others may wait on it */
+  int copied;           /* outputs copied from an identical file */
+  int cached;           /* every format's result came from the cache */
+  unsigned cache_puts;  /* entries it stored in the cache */
+  struct pc__job *next; /* loop thread: the list of parked jobs */
 
   /* Small files of one directory travel as one unit: one pool hand-off and
    * one directory open for the lot (pigz's lesson: per-item overhead, not
    * the codec, bounds many small inputs). The head carries the unit.
    */
-  struct pc__job *batch;  /* the next job of this unit, or NULL */
-  uint64_t weight;        /* the heap's key: the unit's total size */
-  uint64_t mem;           /* its encoders' peak memory (the unit's: the
-                             largest of its jobs', run one after another) */
-  int filler;             /* schedule.c: started while a larger unit waited
-                             for memory; counted in its reserve */
-  int alone;              /* schedule.c: over the memory limit by itself, so
-                             started with nothing else in flight */
-  unsigned absent;        /* formats whose output name the walk's listing
-                             lacked: no stat needed to create it */
+  struct pc__job *batch; /* the next job of this unit, or NULL */
+  uint64_t weight;       /* the heap's key: the unit's total size */
+  uint64_t mem;          /* its encoders' peak memory (the unit's: the
+                            largest of its jobs', run one after another) */
+  int filler;            /* schedule.c: started while a larger unit waited
+                            for memory; counted in its reserve */
+  int alone;             /* schedule.c: over the memory limit by itself, so
+                            started with nothing else in flight */
+  unsigned absent;       /* formats whose output name the walk's listing
+                            lacked: no stat needed to create it */
 
   /* A file the earlier manifest records, handed on by the walk without a
    * stat: the worker stats it and its outputs first and compresses only
@@ -89,9 +89,9 @@ typedef struct pc__job {
    */
   const struct pc__prev_rec *prev; /* read-only, the run's; NULL once the
                                       check found the file to compress */
-  int outcome;            /* PC__CHECK_* */
-  pc_skip_t skip;         /* empty or under --min-size (by the walk or the
-                             check): no output, only stale ones removed */
+  int outcome;                     /* PC__CHECK_* */
+  pc_skip_t skip; /* empty or under --min-size (by the walk or the
+                     check): no output, only stale ones removed */
 } pc__job_t;
 
 enum {

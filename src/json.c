@@ -118,13 +118,27 @@ int pc__json_str(pc__buf_t *b, const char *str, size_t n, int *lossy) {
       const char *e = esc;
       size_t el = 2;
       switch (c) {
-      case '"': e = "\\\""; break;
-      case '\\': e = "\\\\"; break;
-      case '\n': e = "\\n"; break;
-      case '\r': e = "\\r"; break;
-      case '\t': e = "\\t"; break;
-      case '\b': e = "\\b"; break;
-      case '\f': e = "\\f"; break;
+      case '"':
+        e = "\\\"";
+        break;
+      case '\\':
+        e = "\\\\";
+        break;
+      case '\n':
+        e = "\\n";
+        break;
+      case '\r':
+        e = "\\r";
+        break;
+      case '\t':
+        e = "\\t";
+        break;
+      case '\b':
+        e = "\\b";
+        break;
+      case '\f':
+        e = "\\f";
+        break;
       default:
         esc[0] = '\\';
         esc[1] = 'u';
@@ -185,8 +199,7 @@ int pc__json_read_fd(int fd, pc__buf_t *b) {
   /* The size is a hint only: the file may grow. One byte more than it, so
    * that the read() seeing the end needs no growing.
    */
-  if (st.st_size > 0 &&
-      (err = pc__buf_reserve(b, (size_t)st.st_size + 1)) != 0)
+  if (st.st_size > 0 && (err = pc__buf_reserve(b, (size_t)st.st_size + 1)) != 0)
     return err;
   for (;;) {
     ssize_t n;

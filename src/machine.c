@@ -31,8 +31,7 @@ static int read_line(const char *root, const char *path, char *buf,
   FILE *f;
   int ok;
 
-  if ((size_t)snprintf(full, sizeof(full), "%s%s", root, path) >=
-      sizeof(full))
+  if ((size_t)snprintf(full, sizeof(full), "%s%s", root, path) >= sizeof(full))
     return -1;
   if ((f = fopen(full, "re")) == NULL)
     return -1;
@@ -106,8 +105,8 @@ static void each_level(const char *root, const char *mount, const char *dir,
 static void cpu_max_line(const char *line, void *arg) {
   unsigned *best = arg;
   long long q, p;
-  if (strncmp(line, "max", 3) != 0 &&
-      sscanf(line, "%lld %lld", &q, &p) == 2 && q > 0 && p > 0) {
+  if (strncmp(line, "max", 3) != 0 && sscanf(line, "%lld %lld", &q, &p) == 2 &&
+      q > 0 && p > 0) {
     unsigned n = (unsigned)((q + p - 1) / p);
     if (*best == 0 || n < *best)
       *best = n;
@@ -256,9 +255,7 @@ void pc__memory_limit_at(const char *root, pc_memlimit_t *m) {
   m->limit = b.bytes != 0 ? b.bytes / 2 : PC_MEMORY_UNLIMITED;
 }
 
-void pc_default_memory_limit(pc_memlimit_t *m) {
-  pc__memory_limit_at("", m);
-}
+void pc_default_memory_limit(pc_memlimit_t *m) { pc__memory_limit_at("", m); }
 
 /* --- Process limits: how many jobs this process can run ---------------- */
 
@@ -268,9 +265,7 @@ void pc_default_memory_limit(pc_memlimit_t *m) {
 #define MEM_BASE ((size_t)48 << 20)
 #define LOOP_FDS 16
 
-static void probe_wait(void *arg) {
-  uv_sem_wait(arg);
-}
+static void probe_wait(void *arg) { uv_sem_wait(arg); }
 
 /* How many of `want` threads with libuv's pool stack size can run at once
  * (all are started, then released and joined).

@@ -58,7 +58,7 @@ static int look(const char *path, pc__mold_t *old, int *fd) {
   *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (*fd < 0)
     return errno == ENOENT || errno == ELOOP ? 0 : PC__ERRNO();
-  err = fstat(*fd, &st) != 0 ? PC__ERRNO()
+  err = fstat(*fd, &st) != 0   ? PC__ERRNO()
         : !S_ISREG(st.st_mode) ? PC_EREFUSE
                                : 0;
   if (err != 0) {
@@ -182,9 +182,7 @@ static inline int put(pc__buf_t *b, const void *s, size_t n) {
 
 #define PUT(b, lit) put((b), (lit), sizeof(lit) - 1)
 
-static int put_str(pc__buf_t *b, const char *s) {
-  return put(b, s, strlen(s));
-}
+static int put_str(pc__buf_t *b, const char *s) { return put(b, s, strlen(s)); }
 
 /* v in decimal, as "%llu" prints it. */
 static int put_u64(pc__buf_t *b, uint64_t v) {
@@ -276,10 +274,10 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
                         (unsigned long long)files, (unsigned long long)bytes);
   for (f = 0; f < PC_NFORMATS; f++)
     if (r->formats & PC_FMT_BIT(f))
-      err |= pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
-                            pc_format_ext((pc_format_t)f),
-                            (unsigned long long)ff[f],
-                            (unsigned long long)fb[f]);
+      err |=
+          pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
+                         pc_format_ext((pc_format_t)f),
+                         (unsigned long long)ff[f], (unsigned long long)fb[f]);
   err |= pc__buf_printf(b, ", \"failed\": %llu}", (unsigned long long)failed);
   return err ? -ENOMEM : 0;
 }
@@ -299,12 +297,12 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
  */
 typedef struct sink {
   const pc__mdest_t *to;
-  int old;        /* the old manifest, or -1: no match to look for */
+  int old; /* the old manifest, or -1: no match to look for */
   off_t old_size;
-  off_t same;     /* bytes so far, all equal to the old file's */
+  off_t same;                /* bytes so far, all equal to the old file's */
   struct timespec old_ctime; /* must not move while its bytes count */
-  pc__buf_t cmp;  /* the old file's bytes of one block */
-  pc__out_t out;  /* the temp, once opened */
+  pc__buf_t cmp;             /* the old file's bytes of one block */
+  pc__out_t out;             /* the temp, once opened */
   int writing;
 } sink_t;
 
@@ -326,10 +324,9 @@ static int sink_open(sink_t *k) {
   /* Runs replace it by rename, which leaves this inode alone; something
    * that rewrote it in place since it was compared spoils the copy.
    */
-  if (k->same > 0 &&
-      (fstat(k->old, &st) != 0 || st.st_size != k->old_size ||
-       st.st_ctim.tv_sec != k->old_ctime.tv_sec ||
-       st.st_ctim.tv_nsec != k->old_ctime.tv_nsec))
+  if (k->same > 0 && (fstat(k->old, &st) != 0 || st.st_size != k->old_size ||
+                      st.st_ctim.tv_sec != k->old_ctime.tv_sec ||
+                      st.st_ctim.tv_nsec != k->old_ctime.tv_nsec))
     return PC_ECHANGED;
   return 0;
 }

@@ -7,10 +7,10 @@
  *    "incomplete": true,                     only when the run was stopped
  *    "options": {"formats": ["gz", ...],     the formats, in pc_format_t order
  *                LEVEL KEY: N, ...           per format, pc__manifest_level_key
- *                "gzip_engine": "NAME",      after gzip_level, only when not zlib
- *                "max_ratio": R, "min_size": N},
- *    "roots": ["LABEL", ...],                only with more than one root
- *    "files": [                              sorted by (root, path bytes)
+ *                "gzip_engine": "NAME",      after gzip_level, only when not
+ * zlib "max_ratio": R, "min_size": N}, "roots": ["LABEL", ...], only with more
+ * than one root "files": [                              sorted by (root, path
+ * bytes)
  *      {"root": K,                           only with more than one root
  *       "path": "P", "path_hex": "HEX",      path_hex only when P is not UTF-8
  *       "size": N, "mtime_ns": T,            mtime_ns only when not 0
@@ -18,7 +18,8 @@
  *       "gz": {"size": N} | {"skipped": "ratio"}, ...   per format written
  *       "error": "MESSAGE"},
  *      ...],
- *    "totals": {...}}                        computed from the lines; never read
+ *    "totals": {...}}                        computed from the lines; never
+ * read
  *
  * The reader tells an absent key from a wrong one and judges nothing, so
  * each user decides what a manifest without a key means (prev.c: no

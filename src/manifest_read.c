@@ -61,7 +61,6 @@ typedef struct reader {
   size_t called[AT_N]; /* `at` at the last files() call; NONE: none */
 } reader_t;
 
-
 /* The level keys of "options", per format. Here, with the reader, and not
  * with the writer (manifest.c), which uses the reader: the two files then
  * depend one way (tests/unit/check_structure.py).
@@ -281,9 +280,9 @@ static void part_run(void *arg) {
   part_t *pt = arg;
   pt->end = pt->start;
   pt->sink = pt->r->rd->part_new(pt->r->rd->data);
-  pt->err = pt->sink == NULL ? -ENOMEM
-                             : read_lines(pt->r, pt->sink, &pt->end, pt->stop,
-                                          &pt->ended);
+  pt->err = pt->sink == NULL
+                ? -ENOMEM
+                : read_lines(pt->r, pt->sink, &pt->end, pt->stop, &pt->ended);
 }
 
 /* Where a part may start: a '{' after the first raw newline at or after

@@ -130,10 +130,10 @@ static int parse_options(const pc__mopt_t *o, pc__mdoc_t *d) {
 typedef struct merge {
   pc__rec_t *recs;
   size_t nrecs, cap;
-  size_t first;      /* the input being read: its first record */
-  unsigned formats;  /* its options' formats, */
-  uint32_t nroots;   /* and its number of roots */
-  int line_err;      /* its first bad line's error, or 0 */
+  size_t first;     /* the input being read: its first record */
+  unsigned formats; /* its options' formats, */
+  uint32_t nroots;  /* and its number of roots */
+  int line_err;     /* its first bad line's error, or 0 */
 } merge_t;
 
 static void drop_recs(merge_t *m, size_t from) {
@@ -209,8 +209,8 @@ static int read_input(const char *path, merge_t *m, pc__buf_t *text,
   rd.files = on_files;
   rd.line = on_line;
   rd.data = m;
-  if ((err = pc__manifest_read((const char *)text->data, text->len, &rd,
-                               h)) != 0)
+  if ((err = pc__manifest_read((const char *)text->data, text->len, &rd, h)) !=
+      0)
     return err;
   if (!h->options || (h->has_roots && !h->roots_list))
     return PC_ENOTMANIFEST;
@@ -271,8 +271,7 @@ static int read_inputs(const char *const *in, size_t nin, merge_t *m,
  */
 static int merge(const char *out,
                  int (*put)(void *data, const void *buf, size_t len),
-                 void *data, const char *const *in, size_t nin,
-                 size_t *bad) {
+                 void *data, const char *const *in, size_t nin, size_t *bad) {
   pc__mhead_t first;
   char **labels = NULL;
   merge_t m;

@@ -18,11 +18,11 @@
  * are compressed already. One table: --help and the man page print it.
  */
 static const char *const default_skip_ext[] = {
-    "jpg",  "jpeg", "png",  "gif", "webp", "zip", "gz",   "tgz", "bz2",
-    "tbz",  "xz",   "br",   "swf", "flv",  "woff", "woff2", "3gp", "3gpp",
-    "asf",  "avi",  "m4v",  "mov", "mp4",  "mpeg", "mpg",  "webm", "wmv",
-    "avif", "jxl",  "heic", "heif", "zst", "zstd", "7z",   "rar",  "lz4",
-    "lzma", "mp3",  "ogg",  "oga", "opus", "m4a",  "aac",  "flac", NULL,
+    "jpg",  "jpeg", "png",  "gif",  "webp", "zip",  "gz",    "tgz",  "bz2",
+    "tbz",  "xz",   "br",   "swf",  "flv",  "woff", "woff2", "3gp",  "3gpp",
+    "asf",  "avi",  "m4v",  "mov",  "mp4",  "mpeg", "mpg",   "webm", "wmv",
+    "avif", "jxl",  "heic", "heif", "zst",  "zstd", "7z",    "rar",  "lz4",
+    "lzma", "mp3",  "ogg",  "oga",  "opus", "m4a",  "aac",   "flac", NULL,
 };
 
 static const char *const format_ext[PC_NFORMATS] = {"gz", "br", "zst"};
@@ -152,8 +152,7 @@ int pc_options_check(const pc_options_t *o, const char **what) {
   if (bad == NULL && !pc_gzip_engine_available(o->gzip_engine))
     bad = "this build lacks that gzip engine";
   for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {
-    const struct level_range *l = level_range((pc_format_t)f,
-                                              o->gzip_engine);
+    const struct level_range *l = level_range((pc_format_t)f, o->gzip_engine);
     if (!(o->formats & PC_FMT_BIT(f)))
       continue;
     if (!pc_format_available((pc_format_t)f))
@@ -171,10 +170,10 @@ static uv_once_t versions_once = UV_ONCE_INIT;
 
 static void versions_fill(void) {
   uint32_t bv = BrotliEncoderVersion();
-  int n = snprintf(versions, sizeof(versions), "zlib %s, brotli %u.%u.%u, libuv %s",
-                   zlibVersion(), (unsigned)(bv >> 24),
-                   (unsigned)((bv >> 12) & 0xfff), (unsigned)(bv & 0xfff),
-                   uv_version_string());
+  int n = snprintf(versions, sizeof(versions),
+                   "zlib %s, brotli %u.%u.%u, libuv %s", zlibVersion(),
+                   (unsigned)(bv >> 24), (unsigned)((bv >> 12) & 0xfff),
+                   (unsigned)(bv & 0xfff), uv_version_string());
 #if PC_HAVE_ZSTD
   if (n > 0 && (size_t)n < sizeof(versions))
     n += snprintf(versions + n, sizeof(versions) - (size_t)n, ", zstd %s",
@@ -182,8 +181,8 @@ static void versions_fill(void) {
 #endif
 #if PC_HAVE_LIBDEFLATE
   if (n > 0 && (size_t)n < sizeof(versions))
-    n += snprintf(versions + n, sizeof(versions) - (size_t)n,
-                  ", libdeflate %s", LIBDEFLATE_VERSION_STRING);
+    n += snprintf(versions + n, sizeof(versions) - (size_t)n, ", libdeflate %s",
+                  LIBDEFLATE_VERSION_STRING);
 #endif
 #if PC_HAVE_ZOPFLI
   if (n > 0 && (size_t)n < sizeof(versions))

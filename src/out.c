@@ -88,8 +88,7 @@ int pc__out_open(pc__out_t *o, int dirfd, const char *final) {
   return pc__out_open_mode(o, dirfd, final, 0600);
 }
 
-int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final,
-                      mode_t mode) {
+int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final, mode_t mode) {
   int tries;
 
   o->fd = -1;
@@ -233,8 +232,8 @@ int pc__out_reap(int dirfd, const char *name, const struct timespec *before) {
   struct stat st;
   int fd, gone = 0;
 
-  fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
-                               O_NOCTTY);
+  fd = openat(dirfd, name,
+              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0)
     return 0;
   /* Made by the time this run began (so not in the instant between

@@ -12,12 +12,13 @@
 
 /* One output being written. PC__OUT_INIT is "not open". */
 typedef struct pc__out {
-  int fd;       /* -1 when not open */
-  int dirfd;    /* the directory names are relative to (not owned) */
-  char *tmp;    /* malloc'd temp name (relative to dirfd) while it exists */
+  int fd;    /* -1 when not open */
+  int dirfd; /* the directory names are relative to (not owned) */
+  char *tmp; /* malloc'd temp name (relative to dirfd) while it exists */
 } pc__out_t;
 
-#define PC__OUT_INIT {-1, AT_FDCWD, NULL}
+#define PC__OUT_INIT                                                           \
+  { -1, AT_FDCWD, NULL }
 
 /* Creates the temp file for `final`, a name relative to `dirfd` (or a path,
  * with AT_FDCWD): ".NAME.XXXXXX.tmp" in the same directory,
@@ -29,8 +30,7 @@ int pc__out_open(pc__out_t *o, int dirfd, const char *final);
 /* pc__out_open() with another creation mode (less the umask): for files of
  * our own, such as cache entries, that pc__out_finish() renames as they are.
  */
-int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final,
-                      mode_t mode);
+int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final, mode_t mode);
 
 /* Writes all n bytes, retrying short writes and EINTR. */
 int pc__out_write(pc__out_t *o, const void *p, size_t n);

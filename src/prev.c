@@ -25,8 +25,8 @@
  * index (index.h) over them.
  */
 typedef struct entry {
-  size_t off;    /* of the path (NUL-terminated) in names */
-  uint32_t len;  /* of the path */
+  size_t off;   /* of the path (NUL-terminated) in names */
+  uint32_t len; /* of the path */
   uint32_t root;
   pc__prev_rec_t rec;
 } entry_t;
@@ -141,9 +141,8 @@ static int add(pc__prev_t *p, uint32_t root, const char *path, size_t n,
 }
 
 /* 1 if the manifest's options produce the bytes this run would. */
-static int same_options(const pc__mopt_t *o, unsigned formats,
-                        const int *level, pc_gzip_engine_t engine,
-                        uint64_t num, uint64_t den) {
+static int same_options(const pc__mopt_t *o, unsigned formats, const int *level,
+                        pc_gzip_engine_t engine, uint64_t num, uint64_t den) {
   int f;
 
   if (!o->formats_list || o->formats != formats)
@@ -157,8 +156,7 @@ static int same_options(const pc__mopt_t *o, unsigned formats,
       strcmp(o->engine != NULL ? o->engine : "zlib",
              pc_gzip_engine_name(engine)) != 0)
     return 0;
-  return o->ratio_number &&
-         fabs(o->ratio - (double)num / (double)den) < 1e-12;
+  return o->ratio_number && fabs(o->ratio - (double)num / (double)den) < 1e-12;
 }
 
 /* Where the lines go: a table, with what it takes to judge a line. A part
@@ -220,8 +218,8 @@ static int on_files(void *data, const pc__mhead_t *h) {
   ld->s.p = NULL;
   free(ld->map);
   ld->map = NULL;
-  if (!ld->want || !same_options(&h->opt, ld->s.formats, ld->level,
-                                 ld->engine, ld->ratio_num, ld->ratio_den))
+  if (!ld->want || !same_options(&h->opt, ld->s.formats, ld->level, ld->engine,
+                                 ld->ratio_num, ld->ratio_den))
     return 0;
   if ((ld->s.p = calloc(1, sizeof(*ld->s.p))) == NULL)
     return -ENOMEM;
@@ -231,8 +229,7 @@ static int on_files(void *data, const pc__mhead_t *h) {
 }
 
 /* Fills rec from a line. 0 if usable, -1 to ignore it. */
-static int usable(const pc__mline_t *l, unsigned formats,
-                  pc__prev_rec_t *rec) {
+static int usable(const pc__mline_t *l, unsigned formats, pc__prev_rec_t *rec) {
   int f;
 
   memset(rec, 0, sizeof(*rec));
@@ -327,11 +324,10 @@ static void part_free(void *part) {
   free(s);
 }
 
-int pc__prev_parse(pc__prev_t **out, int *ours, const char *text,
-                   size_t len, unsigned formats, const int *level,
-                   pc_gzip_engine_t engine, uint64_t ratio_num,
-                   uint64_t ratio_den, char *const *labels, uint32_t nlabels,
-                   unsigned threads, size_t min_part) {
+int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
+                   unsigned formats, const int *level, pc_gzip_engine_t engine,
+                   uint64_t ratio_num, uint64_t ratio_den, char *const *labels,
+                   uint32_t nlabels, unsigned threads, size_t min_part) {
   pc__mread_t rd;
   pc__mhead_t h;
   load_t ld;
@@ -373,10 +369,9 @@ int pc__prev_parse(pc__prev_t **out, int *ours, const char *text,
 }
 
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
-                  const int *level, pc_gzip_engine_t engine,
-                  uint64_t ratio_num, uint64_t ratio_den,
-                  char *const *labels, uint32_t nlabels, unsigned threads,
-                  size_t min_part) {
+                  const int *level, pc_gzip_engine_t engine, uint64_t ratio_num,
+                  uint64_t ratio_den, char *const *labels, uint32_t nlabels,
+                  unsigned threads, size_t min_part) {
   pc__buf_t text = {0};
   int err;
 

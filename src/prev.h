@@ -19,10 +19,9 @@ typedef struct pc__prev_rec {
  * manifest: *out NULL and 0.
  */
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
-                  const int *level, pc_gzip_engine_t engine,
-                  uint64_t ratio_num, uint64_t ratio_den,
-                  char *const *labels, uint32_t nlabels, unsigned threads,
-                  size_t min_part);
+                  const int *level, pc_gzip_engine_t engine, uint64_t ratio_num,
+                  uint64_t ratio_den, char *const *labels, uint32_t nlabels,
+                  unsigned threads, size_t min_part);
 
 /* Parses text[0..len), an earlier manifest. *out is NULL (and 0 returned)
  * when it was written with other formats, levels or ratio: its records
@@ -38,11 +37,10 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
  * "precompress" member, a manifest of any version (what a manifest name
  * may be replaced over), else 0.
  */
-int pc__prev_parse(pc__prev_t **out, int *ours, const char *text,
-                   size_t len, unsigned formats, const int *level,
-                   pc_gzip_engine_t engine, uint64_t ratio_num,
-                   uint64_t ratio_den, char *const *labels, uint32_t nlabels,
-                   unsigned threads, size_t min_part);
+int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
+                   unsigned formats, const int *level, pc_gzip_engine_t engine,
+                   uint64_t ratio_num, uint64_t ratio_den, char *const *labels,
+                   uint32_t nlabels, unsigned threads, size_t min_part);
 
 /* About 10,000 lines: a thread costs far less than parsing them. */
 #define PC__PREV_MIN_PART ((size_t)1 << 20)

@@ -75,8 +75,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     t->compressed++;
     t->deduped += rec->deduped != 0;
     t->cached += rec->cached != 0;
-  }
-  else
+  } else
     t->skipped[PC_SKIP_RATIO]++;
   r->progress.files_done++;
 
@@ -122,9 +121,8 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
 /* A file that gets no job (skipped, or failed before it could start).
  * Takes ownership of rel.
  */
-static void skip_file(pc__run_t *r, uint32_t root, char *rel,
-                      const char *full, pc_skip_t skip,
-                      const struct stat *st, int err) {
+static void skip_file(pc__run_t *r, uint32_t root, char *rel, const char *full,
+                      pc_skip_t skip, const struct stat *st, int err) {
   pc__rec_t rec;
 
   memset(&rec, 0, sizeof(rec));
@@ -375,11 +373,11 @@ static void maybe_finish(pc__run_t *r) {
  * (incremental.h), else NULL.
  */
 static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
-                                           const char *rel,
-                                           const struct stat *st,
-                                           unsigned absent) {
-  return pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.formats,
-                                e->root, rel, e->dfd, e->name, st, absent);
+                                          const char *rel,
+                                          const struct stat *st,
+                                          unsigned absent) {
+  return pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.formats, e->root,
+                                rel, e->dfd, e->name, st, absent);
 }
 
 /* A regular file (per the listing) that the earlier manifest records and
@@ -395,8 +393,7 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
   /* The record first: a new file then costs one lookup here, not every
    * filter twice.
    */
-  if ((p = pc__prev_next(r->prev, e->root, se->rel, &r->prev_hint)) ==
-          NULL ||
+  if ((p = pc__prev_next(r->prev, e->root, se->rel, &r->prev_hint)) == NULL ||
       p->size == 0 || pc__select_file(&r->sel, se, NULL) != PC__SEL_SOURCE)
     return 0;
   /* Scheduled by its recorded size and mtime until the worker knows. */
@@ -538,8 +535,7 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   }
   se.rel = rel;
   se.rel_len = strlen(rel);
-  if (e->dtype == DT_REG && r->prev != NULL &&
-      take_unstatted(r, e, &se, &full))
+  if (e->dtype == DT_REG && r->prev != NULL && take_unstatted(r, e, &se, &full))
     goto out;
   if (fstatat(e->dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT) /* gone since the listing: nothing to do */
@@ -656,9 +652,7 @@ static void on_stop(uv_async_t *h) {
 /* The PATH resolved (realpath), or NULL when it cannot be: the walk then
  * reports the error. malloc'd.
  */
-static char *canonical(const char *p) {
-  return realpath(p, NULL);
-}
+static char *canonical(const char *p) { return realpath(p, NULL); }
 
 /* 1 if `path` is `dir` or lies below it, both canonical. */
 static int within(const char *path, const char *dir) {
@@ -765,8 +759,8 @@ static int make_roots(pc__run_t *r) {
           root->dir[dl++] = '/';
         root->dir[dl] = '\0';
       }
-      root->label = pc__strdup(root->dir != NULL && root->dir[0] ? root->dir
-                                                                 : ".");
+      root->label =
+          pc__strdup(root->dir != NULL && root->dir[0] ? root->dir : ".");
     } else {
       root->dir = pc__strdup(p);
       root->label = pc__strdup(p);
@@ -860,9 +854,9 @@ static int open_manifest(pc__run_t *r) {
     labels[k] = r->roots[k].label;
   /* With --force it is only judged: its records are not wanted. */
   err = pc__prev_parse(o->force ? NULL : &r->prev, &ours,
-                       (const char *)text.data, text.len, o->formats,
-                       o->level, o->gzip_engine, o->ratio_num, o->ratio_den,
-                       labels, r->nroots, r->jobs, PC__PREV_MIN_PART);
+                       (const char *)text.data, text.len, o->formats, o->level,
+                       o->gzip_engine, o->ratio_num, o->ratio_den, labels,
+                       r->nroots, r->jobs, PC__PREV_MIN_PART);
   if (err == -ENOMEM)
     goto out;
   if (writing && pc__manifest_ours(text.len, ours) != 0) {

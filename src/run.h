@@ -14,11 +14,10 @@
 #include <sys/stat.h>
 #include <uv.h>
 
-
 /* One file's line in the manifest. */
 typedef struct pc__rec {
-  char *path; /* relative to its root; owned unless `borrowed` */
-  int borrowed; /* path is the earlier manifest's (prev.c's, lives as long) */
+  char *path;    /* relative to its root; owned unless `borrowed` */
+  int borrowed;  /* path is the earlier manifest's (prev.c's, lives as long) */
   char *err_msg; /* owned; set only for lines read from a manifest */
   uint32_t root;
   pc_skip_t skip;
@@ -34,7 +33,7 @@ typedef struct pc__rec {
 
 /* What is at a manifest's name before one is written there. */
 typedef struct pc__mold {
-  int regular;  /* a regular file: the fields below are its */
+  int regular; /* a regular file: the fields below are its */
   dev_t dev;
   ino_t ino;
   mode_t mode;
@@ -46,8 +45,8 @@ typedef struct pc__mold {
  */
 typedef struct pc__slot {
   uv_work_t req;
-  pc__job_t *head;             /* the unit it runs */
-  struct pc__run *run;         /* the run it belongs to */
+  pc__job_t *head;     /* the unit it runs */
+  struct pc__run *run; /* the run it belongs to */
   struct pc__slot *next_free;
 } pc__slot_t;
 
@@ -64,8 +63,8 @@ typedef struct pc__run {
   /* Walk. */
   uv_idle_t idle;
   pc__walk_t *walk;
-  pc__prev_t *prev; /* the earlier manifest's records, or NULL */
-  size_t prev_hint; /* where the next lookup may be (pc__prev_next) */
+  pc__prev_t *prev;   /* the earlier manifest's records, or NULL */
+  size_t prev_hint;   /* where the next lookup may be (pc__prev_next) */
   pc__mold_t man_old; /* what was at the manifest's name at the start */
   int walk_done;
 
@@ -103,7 +102,7 @@ typedef struct pc__mdoc {
   uint64_t ratio_num, ratio_den, min_size;
   char *const *labels; /* root labels; printed when more than one */
   uint32_t nroots;
-  pc__rec_t *recs;     /* sorted in place */
+  pc__rec_t *recs; /* sorted in place */
   size_t nrecs;
   int incomplete;
 } pc__mdoc_t;

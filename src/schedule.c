@@ -83,8 +83,7 @@ static int fits(const pc__sched_t *s, uint64_t mem) {
          (s->used <= s->limit && mem <= s->limit - s->used);
 }
 
-static pc__job_t *start(pc__sched_t *s, pc__heap_t *h, size_t i,
-                        int filler) {
+static pc__job_t *start(pc__sched_t *s, pc__heap_t *h, size_t i, int filler) {
   pc__job_t *j = heap_take(h, i);
   j->filler = filler;
   j->alone = j->mem > s->limit;
@@ -150,9 +149,7 @@ void pc__sched_done(pc__sched_t *s, const pc__job_t *unit) {
     s->used_fill -= unit->mem;
 }
 
-size_t pc__sched_pending(const pc__sched_t *s) {
-  return s->small.n + s->big.n;
-}
+size_t pc__sched_pending(const pc__sched_t *s) { return s->small.n + s->big.n; }
 
 void pc__sched_drop(pc__sched_t *s, int all) {
   pc__heap_t *hs[2] = {&s->small, &s->big};

@@ -19,13 +19,13 @@ typedef struct pc__sched {
    * the ones a limit makes wait, and the only ones worth a reserve.
    */
   pc__heap_t small, big;
-  unsigned jobs;       /* at most this many in flight */
+  unsigned jobs; /* at most this many in flight */
   unsigned in_flight;
-  uint64_t limit;      /* PC_MEMORY_UNLIMITED: none */
-  uint64_t used;       /* estimated memory of the units in flight */
-  uint64_t used_fill;  /* of which fillers' (pc__job_t.filler) */
-  uint64_t peak;       /* the most `used` has been */
-  uint64_t alone;      /* units started alone, over the limit by themselves */
+  uint64_t limit;     /* PC_MEMORY_UNLIMITED: none */
+  uint64_t used;      /* estimated memory of the units in flight */
+  uint64_t used_fill; /* of which fillers' (pc__job_t.filler) */
+  uint64_t peak;      /* the most `used` has been */
+  uint64_t alone;     /* units started alone, over the limit by themselves */
   /* Small files of the directory being walked, gathered into one unit. */
   struct {
     pc__job_t *head, *tail;

@@ -105,8 +105,7 @@ unsigned pc__select_absent(const pc__select_t *s, const pc__sel_entry_t *e) {
   return absent;
 }
 
-static int on_skip_list(const pc__select_t *s, const char *name,
-                        size_t len) {
+static int on_skip_list(const pc__select_t *s, const char *name, size_t len) {
   size_t k;
   int last;
   if (len == 0)

@@ -52,32 +52,32 @@ typedef struct pc__select {
 
 /* What an entry is to the run. */
 typedef enum pc__verdict {
-  PC__SEL_SOURCE = 0,   /* a file to compress (or check) */
-  PC__SEL_OWN_OUTPUT,   /* FILE.gz/.br/.zst beside FILE: ignored */
-  PC__SEL_MANIFEST,     /* the manifest itself: ignored */
-  PC__SEL_MANIFEST_TEMP,/* a temp of the manifest: reaped when a killed
-                           run's, else ignored */
-  PC__SEL_CACHE,        /* the cache's store, or a file SQLite keeps
-                           beside it: ignored */
-  PC__SEL_TEMP,         /* a temp of another shard's output: ignored */
-  PC__SEL_TEMP_OURS,    /* a temp of an output of this shard: reaped when a
-                           killed run's */
-  PC__SEL_OTHER_SHARD,  /* another shard's file: ignored, no record */
-  PC__SEL_SPECIAL,      /* not a regular file: a skip record */
-  PC__SEL_EXCLUDED,     /* --exclude, or outside --include: a skip record */
-  PC__SEL_EXTENSION,    /* skip list, or an output's extension: a record */
-  PC__SEL_NEXT          /* pc__select_early(): no verdict yet, stat it */
+  PC__SEL_SOURCE = 0,    /* a file to compress (or check) */
+  PC__SEL_OWN_OUTPUT,    /* FILE.gz/.br/.zst beside FILE: ignored */
+  PC__SEL_MANIFEST,      /* the manifest itself: ignored */
+  PC__SEL_MANIFEST_TEMP, /* a temp of the manifest: reaped when a killed
+                            run's, else ignored */
+  PC__SEL_CACHE,         /* the cache's store, or a file SQLite keeps
+                            beside it: ignored */
+  PC__SEL_TEMP,          /* a temp of another shard's output: ignored */
+  PC__SEL_TEMP_OURS,     /* a temp of an output of this shard: reaped when a
+                            killed run's */
+  PC__SEL_OTHER_SHARD,   /* another shard's file: ignored, no record */
+  PC__SEL_SPECIAL,       /* not a regular file: a skip record */
+  PC__SEL_EXCLUDED,      /* --exclude, or outside --include: a skip record */
+  PC__SEL_EXTENSION,     /* skip list, or an output's extension: a record */
+  PC__SEL_NEXT           /* pc__select_early(): no verdict yet, stat it */
 } pc__verdict_t;
 
 /* One entry as the filters see it. */
 typedef struct pc__sel_entry {
-  const char *name;  /* its base name */
+  const char *name; /* its base name */
   size_t len;
-  const char *rel;   /* its path below the root */
+  const char *rel; /* its path below the root */
   size_t rel_len;
   const pc__listing_t *ls; /* its directory's listing; NULL for a file PATH */
-  pc__devino_t dir;  /* the directory holding it */
-  int link;          /* a symlink: the stat given is its target's */
+  pc__devino_t dir;        /* the directory holding it */
+  int link;                /* a symlink: the stat given is its target's */
 } pc__sel_entry_t;
 
 /* Takes the options (kept, not copied) and the skip list in force (the

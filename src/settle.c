@@ -110,8 +110,7 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
  * (outputs whose source is gone are never touched), when the run was
  * stopped before deciding, or when it is a directory (not ours).
  */
-void pc__settle_unproven(pc__job_t *j, int f, const pc__fmt_t *s,
-                            int named) {
+void pc__settle_unproven(pc__job_t *j, int f, const pc__fmt_t *s, int named) {
   char name[NAME_MAX + 1];
   const char *base = s->base;
   struct stat ost;
@@ -136,7 +135,6 @@ void pc__settle_unproven(pc__job_t *j, int f, const pc__fmt_t *s,
       fstatat(j->pdir, base, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
       S_ISDIR(ost.st_mode))
     return;
-  if (j->cfg->dry_run || unlinkat(j->pdir, base, 0) == 0 ||
-      errno == ENOENT)
+  if (j->cfg->dry_run || unlinkat(j->pdir, base, 0) == 0 || errno == ENOENT)
     j->out[f].action = PC_ACT_REMOVE;
 }

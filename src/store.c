@@ -17,12 +17,12 @@
  * change: a store of another format is refused, not misread.
  */
 #define FORMAT 1
-#define SCHEMA                                                               \
-  "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER);"          \
-  "INSERT OR IGNORE INTO meta VALUES('format', 1);"                          \
-  "CREATE TABLE IF NOT EXISTS entry(id INTEGER PRIMARY KEY,"                 \
+#define SCHEMA                                                                 \
+  "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER);"            \
+  "INSERT OR IGNORE INTO meta VALUES('format', 1);"                            \
+  "CREATE TABLE IF NOT EXISTS entry(id INTEGER PRIMARY KEY,"                   \
   " key BLOB NOT NULL UNIQUE, used INTEGER NOT NULL, bytes INTEGER NOT NULL);" \
-  "CREATE TABLE IF NOT EXISTS payload(id INTEGER PRIMARY KEY,"               \
+  "CREATE TABLE IF NOT EXISTS payload(id INTEGER PRIMARY KEY,"                 \
   " lim INTEGER NOT NULL, sum BLOB NOT NULL, data BLOB NOT NULL);"
 
 /* 16 KiB pages: a 1 KiB payload wastes less of a page's end than at 4 KiB
@@ -52,11 +52,11 @@ enum { OP_PUT, OP_TOUCH, OP_DROP };
 typedef struct op {
   struct op *next;
   int kind;
-  int64_t id;                  /* OP_TOUCH, OP_DROP */
+  int64_t id; /* OP_TOUCH, OP_DROP */
   unsigned char key[KEYLEN];
-  int64_t lim;                 /* OP_PUT */
+  int64_t lim; /* OP_PUT */
   unsigned char sum[16];
-  unsigned char *data;         /* OP_PUT: owned, len bytes */
+  unsigned char *data; /* OP_PUT: owned, len bytes */
   uint64_t len;
 } op_t;
 
@@ -210,7 +210,7 @@ static int check_dir(const char *dir, char **canon) {
   if (err == 0 && lstat(p, &st) != 0)
     err = PC__ERRNO();
   if (err == 0)
-    err = S_ISLNK(st.st_mode)   ? PC_EUNSAFE
+    err = S_ISLNK(st.st_mode)    ? PC_EUNSAFE
           : !S_ISDIR(st.st_mode) ? -ENOTDIR
                                  : check_private(&st);
   if (err != 0) {
@@ -256,8 +256,8 @@ static int check_files(const char *path) {
  * O_NONBLOCK so that a FIFO planted there cannot hang the run.
  */
 static int create_store(const char *path) {
-  int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-                0600);
+  int fd =
+      open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0)
     return errno == ELOOP ? PC_EUNSAFE : PC__ERRNO();
   close(fd);
@@ -372,16 +372,16 @@ static reader_t *reader_get(pc__store_t *c) {
    * cannot map (an address-space limit).
    */
   if ((rd->xs = XXH3_createState()) == NULL || open_db(c, 0, &rd->db) != 0 ||
-      sqlite3_exec(rd->db, "PRAGMA mmap_size = " MMAP_SIZE, NULL, NULL,
-                   NULL) != SQLITE_OK ||
-      sqlite3_prepare_v3(rd->db,
-                         "SELECT e.id, e.used, p.lim, p.sum, length(p.data), "
-                         "CASE WHEN length(p.data) <= " PC__STR(INLINE_MAX)
-                         " THEN p.data END "
-                         "FROM entry e JOIN payload p ON p.id = e.id "
-                         "WHERE e.key = ?1",
-                         -1, SQLITE_PREPARE_PERSISTENT, &rd->get,
-                         NULL) != SQLITE_OK) {
+      sqlite3_exec(rd->db, "PRAGMA mmap_size = " MMAP_SIZE, NULL, NULL, NULL) !=
+          SQLITE_OK ||
+      sqlite3_prepare_v3(
+          rd->db,
+          "SELECT e.id, e.used, p.lim, p.sum, length(p.data), "
+          "CASE WHEN length(p.data) <= " PC__STR(
+              INLINE_MAX) " THEN p.data END "
+                          "FROM entry e JOIN payload p ON p.id = e.id "
+                          "WHERE e.key = ?1",
+          -1, SQLITE_PREPARE_PERSISTENT, &rd->get, NULL) != SQLITE_OK) {
     reader_free(rd);
     return NULL;
   }
@@ -448,7 +448,8 @@ static int prepare_writer(pc__store_t *c) {
        "INSERT INTO entry(key, used, bytes) VALUES(?1, ?2, ?3)"},
       {offsetof(pc__store_t, ins_p),
        "INSERT INTO payload(id, lim, sum, data) VALUES(?1, ?2, ?3, ?4)"},
-      {offsetof(pc__store_t, touch), "UPDATE entry SET used = ?2 WHERE id = ?1"},
+      {offsetof(pc__store_t, touch),
+       "UPDATE entry SET used = ?2 WHERE id = ?1"},
       {offsetof(pc__store_t, drop),
        "DELETE FROM entry WHERE id = ?1 AND key = ?2"},
   };
@@ -775,8 +776,7 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
   /* An existing DIR is judged before anything is made in it. */
   if ((err = check_dir(dir, &canon)) == -ENOENT && !read_only)
     err = (err = mkdir_p(dir)) == 0 ? check_dir(dir, &canon) : err;
-  if (err == 0 &&
-      (c->path = pc__path_join(canon, PC__STORE_FILE)) == NULL)
+  if (err == 0 && (c->path = pc__path_join(canon, PC__STORE_FILE)) == NULL)
     err = -ENOMEM;
   free(canon);
   if (err == 0)
@@ -791,8 +791,8 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
       goto fail;
     }
   } else {
-    if ((err = create_store(c->path)) != 0 || (err = check_files(c->path)) != 0 ||
-        (err = open_writer(c)) != 0)
+    if ((err = create_store(c->path)) != 0 ||
+        (err = check_files(c->path)) != 0 || (err = open_writer(c)) != 0)
       goto fail;
     if (uv_thread_create(&c->writer, writer_main, c) != 0) {
       err = -EAGAIN;
@@ -923,7 +923,8 @@ int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
   /* The row's own copy of a small payload; an empty one is "" (not NULL,
    * which would send it down the blob path).
    */
-  if (hit->len <= INLINE_MAX && sqlite3_column_type(rd->get, 5) == SQLITE_BLOB) {
+  if (hit->len <= INLINE_MAX &&
+      sqlite3_column_type(rd->get, 5) == SQLITE_BLOB) {
     mem = sqlite3_column_blob(rd->get, 5);
     if (mem == NULL)
       mem = (const unsigned char *)"";
@@ -932,10 +933,9 @@ int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
   }
   if (sum == NULL || sqlite3_column_bytes(rd->get, 3) != 16 ||
       (lim >= 0 && hit->len != 0) || hit->len > INT32_MAX ||
-      (mem == NULL &&
-       (sqlite3_blob_open(rd->db, "main", "payload", "data", id, 0,
-                          &rd->blob) != SQLITE_OK ||
-        (uint64_t)sqlite3_blob_bytes(rd->blob) != hit->len)) ||
+      (mem == NULL && (sqlite3_blob_open(rd->db, "main", "payload", "data", id,
+                                         0, &rd->blob) != SQLITE_OK ||
+                       (uint64_t)sqlite3_blob_bytes(rd->blob) != hit->len)) ||
       !verify(rd, key, lim, sum, mem, hit->len)) {
     queue_small(c, OP_DROP, id, key);
     goto out;

@@ -60,7 +60,7 @@ typedef struct pc__store_hit {
    */
   const unsigned char *mem;
   uint64_t len; /* payload length */
-  int rejected;                /* output known to exceed `limit` */
+  int rejected; /* output known to exceed `limit` */
   uint64_t limit;
 } pc__store_hit_t;
 

@@ -31,13 +31,13 @@
 
 typedef struct pc__walk_node {
   struct pc__walk_node *parent; /* NULL: below a root's own descriptor */
-  char *name;      /* in the parent; NULL for a root's directory itself */
-  char *rel;       /* below the root; "" for the root */
-  char *full;      /* as messages name it */
+  char *name; /* in the parent; NULL for a root's directory itself */
+  char *rel;  /* below the root; "" for the root */
+  char *full; /* as messages name it */
   uint32_t root;
-  int fd;          /* -1 while evicted */
+  int fd; /* -1 while evicted */
   pc__devino_t id;
-  size_t refs;     /* being read, and each child waiting or being read */
+  size_t refs; /* being read, and each child waiting or being read */
 } node_t;
 
 typedef struct pending {
@@ -54,14 +54,14 @@ struct pc__walk {
   int file_fd;         /* the directory of the file PATH just given, or -1 */
   pending_t *stack;
   size_t n, cap;
-  node_t *cur;         /* the directory whose entries are given out */
-  char **names;        /* its entries, sorted, each d_type after its NUL */
-  pc__buf_t arena;     /* where they are */
+  node_t *cur;     /* the directory whose entries are given out */
+  char **names;    /* its entries, sorted, each d_type after its NUL */
+  pc__buf_t arena; /* where they are */
   size_t nnames, at;
-  char *errpath;       /* the directory the last error return is about */
-  pc__devino_t *seen;  /* directories entered (open-addressing set) */
+  char *errpath;      /* the directory the last error return is about */
+  pc__devino_t *seen; /* directories entered (open-addressing set) */
   size_t nseen, capseen;
-  unsigned nfds;       /* node descriptors open, roots' aside */
+  unsigned nfds; /* node descriptors open, roots' aside */
 };
 
 /* The record getdents64(2) fills. */
@@ -392,8 +392,8 @@ static node_t *pop_node(pc__walk_t *w) {
   if (n != NULL) {
     n->rel = p.parent != NULL ? pc__path_join(p.parent->rel, p.name)
                               : pc__strdup(p.name != NULL ? p.name : "");
-    n->full = n->rel != NULL ? pc__path_join(w->roots[p.root].dir, n->rel)
-                             : NULL;
+    n->full =
+        n->rel != NULL ? pc__path_join(w->roots[p.root].dir, n->rel) : NULL;
   }
   if (n == NULL || n->full == NULL) {
     if (n != NULL)

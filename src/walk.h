@@ -21,12 +21,12 @@
 
 /* One PATH, as the run splits them (run.c). */
 typedef struct pc__root {
-  char *dir;        /* directory to open; "" means the current one */
-  char *label;      /* as the manifest names it */
-  char *file;       /* for a file PATH: its base name, else NULL */
-  int fd;           /* `dir`, O_PATH: the walk and jobs open below it */
-  int fd_shared;    /* fd is an earlier root's (the same dir): not closed */
-  int fd_err;       /* why fd is -1: the walk reports it and skips the root */
+  char *dir;     /* directory to open; "" means the current one */
+  char *label;   /* as the manifest names it */
+  char *file;    /* for a file PATH: its base name, else NULL */
+  int fd;        /* `dir`, O_PATH: the walk and jobs open below it */
+  int fd_shared; /* fd is an earlier root's (the same dir): not closed */
+  int fd_err;    /* why fd is -1: the walk reports it and skips the root */
 } pc__root_t;
 
 typedef struct pc__walk pc__walk_t;
@@ -34,9 +34,9 @@ struct pc__walk_node;
 
 /* One entry, valid until the next pc__walk_next() call. */
 typedef struct pc__entry {
-  uint32_t root;       /* index of its PATH */
-  int dfd;             /* the directory holding it: for *at() calls */
-  const char *name;    /* its name there */
+  uint32_t root;    /* index of its PATH */
+  int dfd;          /* the directory holding it: for *at() calls */
+  const char *name; /* its name there */
   size_t len;
   unsigned char dtype; /* the listing's DT_*; DT_UNKNOWN for a file PATH */
   const char *dfull;   /* the directory as messages name it ("site/css") */
@@ -48,7 +48,7 @@ typedef struct pc__entry {
    * NULL (it cannot: ENOMEM).
    */
   const char *path;
-  unsigned opened;     /* directories opened (or tried) for this call */
+  unsigned opened;            /* directories opened (or tried) for this call */
   struct pc__walk_node *node; /* the walk's: for pc__walk_enter() */
 } pc__entry_t;
 

@@ -27,21 +27,21 @@
  * dedup.c, settle.c) hand each other. The worker's alone.
  */
 typedef struct pc__fmt {
-  pc__enc_t *enc;   /* NULL once finished or dropped */
-  pc__buf_t buf;    /* output not yet written to the temp file */
-  pc__out_t out;    /* the temp file, once output spilled or is kept */
-  uint64_t total;   /* output bytes so far, spilled or not */
-  char *final;      /* FILE.ext, the full name (for messages) */
-  const char *base; /* its last component, relative to the job's directory */
-  int on;           /* enabled and not dropped */
-  int cached;       /* the result came from the cache */
+  pc__enc_t *enc;      /* NULL once finished or dropped */
+  pc__buf_t buf;       /* output not yet written to the temp file */
+  pc__out_t out;       /* the temp file, once output spilled or is kept */
+  uint64_t total;      /* output bytes so far, spilled or not */
+  char *final;         /* FILE.ext, the full name (for messages) */
+  const char *base;    /* its last component, relative to the job's directory */
+  int on;              /* enabled and not dropped */
+  int cached;          /* the result came from the cache */
   pc__store_hit_t hit; /* a cached payload to copy (hit.rd), or zeroed */
   const unsigned char *mem; /* once settled: all of the output, still in
                                buf (never spilled before), or NULL */
-  unsigned char *keep; /* a leader's copy of its kept output for followers
-                          to write from (dedup.h), or NULL */
-  const uint64_t *hash; /* the content's hash when the result is to go into
-                           the cache, else NULL */
+  unsigned char *keep;      /* a leader's copy of its kept output for followers
+                               to write from (dedup.h), or NULL */
+  const uint64_t *hash;     /* the content's hash when the result is to go into
+                               the cache, else NULL */
 } pc__fmt_t;
 
 /* Where the file's base name starts in fullpath. */

@@ -52,37 +52,37 @@ typedef struct opt_def {
  * it ambiguous.
  */
 static const opt_def_t opt_table[] = {
-  {"no-gzip", 0, 0, OPT_NO_GZIP},
-  {"no-brotli", 0, 0, OPT_NO_BROTLI},
-  {"zstd", 0, 0, OPT_ZSTD},
-  {"formats", 0, 1, OPT_FORMATS},
-  {"gzip-level", 0, 1, OPT_GZIP_LEVEL},
-  {"gzip-engine", 0, 1, OPT_GZIP_ENGINE},
-  {"brotli-quality", 0, 1, OPT_BROTLI_QUALITY},
-  {"zstd-level", 0, 1, OPT_ZSTD_LEVEL},
-  {"max-ratio", 0, 1, OPT_MAX_RATIO},
-  {"min-size", 0, 1, OPT_MIN_SIZE},
-  {"skip-ext", 0, 1, OPT_SKIP_EXT},
-  {"include", 0, 1, OPT_INCLUDE},
-  {"exclude", 0, 1, OPT_EXCLUDE},
-  {"follow", 0, 0, OPT_FOLLOW},
-  {"force", 0, 0, OPT_FORCE},
-  {"fsync", 0, 0, OPT_FSYNC},
-  {"shard", 0, 1, OPT_SHARD},
-  {"cache-dir", 0, 1, OPT_CACHE_DIR},
-  {"cache-max-size", 0, 1, OPT_CACHE_MAX_SIZE},
-  {"jobs", 'j', 1, OPT_JOBS},
-  {"memory-limit", 0, 1, OPT_MEMORY_LIMIT},
-  {"manifest", 0, 1, OPT_MANIFEST},
-  {"dry-run", 'n', 0, OPT_DRY_RUN},
-  {"check", 0, 0, OPT_CHECK},
-  {"quiet", 'q', 0, OPT_QUIET},
-  {"verbose", 'v', 0, OPT_VERBOSE},
-  {"progress", 0, 1, OPT_PROGRESS},
-  {"json", 0, 0, OPT_JSON},
-  {"json-lines", 0, 0, OPT_JSON_LINES},
-  {"help", 'h', 0, OPT_HELP},
-  {"version", 'V', 0, OPT_VERSION},
+    {"no-gzip", 0, 0, OPT_NO_GZIP},
+    {"no-brotli", 0, 0, OPT_NO_BROTLI},
+    {"zstd", 0, 0, OPT_ZSTD},
+    {"formats", 0, 1, OPT_FORMATS},
+    {"gzip-level", 0, 1, OPT_GZIP_LEVEL},
+    {"gzip-engine", 0, 1, OPT_GZIP_ENGINE},
+    {"brotli-quality", 0, 1, OPT_BROTLI_QUALITY},
+    {"zstd-level", 0, 1, OPT_ZSTD_LEVEL},
+    {"max-ratio", 0, 1, OPT_MAX_RATIO},
+    {"min-size", 0, 1, OPT_MIN_SIZE},
+    {"skip-ext", 0, 1, OPT_SKIP_EXT},
+    {"include", 0, 1, OPT_INCLUDE},
+    {"exclude", 0, 1, OPT_EXCLUDE},
+    {"follow", 0, 0, OPT_FOLLOW},
+    {"force", 0, 0, OPT_FORCE},
+    {"fsync", 0, 0, OPT_FSYNC},
+    {"shard", 0, 1, OPT_SHARD},
+    {"cache-dir", 0, 1, OPT_CACHE_DIR},
+    {"cache-max-size", 0, 1, OPT_CACHE_MAX_SIZE},
+    {"jobs", 'j', 1, OPT_JOBS},
+    {"memory-limit", 0, 1, OPT_MEMORY_LIMIT},
+    {"manifest", 0, 1, OPT_MANIFEST},
+    {"dry-run", 'n', 0, OPT_DRY_RUN},
+    {"check", 0, 0, OPT_CHECK},
+    {"quiet", 'q', 0, OPT_QUIET},
+    {"verbose", 'v', 0, OPT_VERBOSE},
+    {"progress", 0, 1, OPT_PROGRESS},
+    {"json", 0, 0, OPT_JSON},
+    {"json-lines", 0, 0, OPT_JSON_LINES},
+    {"help", 'h', 0, OPT_HELP},
+    {"version", 'V', 0, OPT_VERSION},
 };
 
 #define OPT_COUNT (sizeof(opt_table) / sizeof(opt_table[0]))
@@ -107,11 +107,11 @@ typedef struct parser {
 #define ARGS_PRINTF(a, b)
 #endif
 
-static cli_status_t fail(cli_args_t *args, cli_status_t status,
-                         const char *fmt, ...) ARGS_PRINTF(3, 4);
+static cli_status_t fail(cli_args_t *args, cli_status_t status, const char *fmt,
+                         ...) ARGS_PRINTF(3, 4);
 
-static cli_status_t fail(cli_args_t *args, cli_status_t status,
-                         const char *fmt, ...) {
+static cli_status_t fail(cli_args_t *args, cli_status_t status, const char *fmt,
+                         ...) {
   va_list ap;
 
   va_start(ap, fmt);
@@ -129,8 +129,8 @@ static const char *shown(char *buf, size_t size, const char *s, size_t len) {
 
   n = len < size - 4 ? len : size - 4;
   for (i = 0; i < n; i++) {
-    unsigned char c = (unsigned char) s[i];
-    buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char) c;
+    unsigned char c = (unsigned char)s[i];
+    buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
   }
   if (n < len) {
     memcpy(buf + n, "...", 3);
@@ -147,7 +147,7 @@ static int parse_u64(const char **sp, uint64_t *out) {
   if (*s < '0' || *s > '9')
     return -1;
   for (; *s >= '0' && *s <= '9'; s++) {
-    unsigned d = (unsigned) (*s - '0');
+    unsigned d = (unsigned)(*s - '0');
     if (v > (UINT64_MAX - d) / 10)
       return -1;
     v = v * 10 + d;
@@ -203,7 +203,7 @@ int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den) {
    * saturating keeps "000001" exact without overflow.
    */
   for (; *s >= '0' && *s <= '9'; s++, nint++) {
-    ip = ip * 10 + (uint64_t) (*s - '0');
+    ip = ip * 10 + (uint64_t)(*s - '0');
     if (ip > 1)
       ip = 2;
   }
@@ -211,7 +211,7 @@ int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den) {
     for (s++; *s >= '0' && *s <= '9'; s++, nfrac++) {
       if (nfrac == 9)
         return -1;
-      frac = frac * 10 + (uint64_t) (*s - '0');
+      frac = frac * 10 + (uint64_t)(*s - '0');
       scale *= 10;
     }
     if (nfrac == 0)
@@ -232,9 +232,9 @@ static int parse_int_range(const char *s, long lo, long hi, long *out) {
 
   if (parse_u64(&s, &v) || *s != '\0')
     return -1;
-  if (v < (uint64_t) lo || v > (uint64_t) hi)
+  if (v < (uint64_t)lo || v > (uint64_t)hi)
     return -1;
-  *out = (long) v;
+  *out = (long)v;
   return 0;
 }
 
@@ -243,9 +243,8 @@ static int format_from_name(const char *s, size_t len, pc_format_t *f) {
     const char *name;
     pc_format_t format;
   } names[] = {
-    {"gz", PC_GZ}, {"gzip", PC_GZ},
-    {"br", PC_BR}, {"brotli", PC_BR},
-    {"zst", PC_ZST}, {"zstd", PC_ZST},
+      {"gz", PC_GZ},     {"gzip", PC_GZ}, {"br", PC_BR},
+      {"brotli", PC_BR}, {"zst", PC_ZST}, {"zstd", PC_ZST},
   };
   size_t i;
 
@@ -358,16 +357,16 @@ static cli_status_t set_gzip_engine(cli_args_t *args, const char *opt,
   int k;
 
   for (k = PC_GZIP_ZLIB; k <= PC_GZIP_ZOPFLI; k++)
-    if (strcmp(value, pc_gzip_engine_name((pc_gzip_engine_t) k)) == 0)
+    if (strcmp(value, pc_gzip_engine_name((pc_gzip_engine_t)k)) == 0)
       break;
   if (k > PC_GZIP_ZOPFLI)
     return bad_value(args, opt, value, "zlib, libdeflate or zopfli");
-  if (!pc_gzip_engine_available((pc_gzip_engine_t) k))
+  if (!pc_gzip_engine_available((pc_gzip_engine_t)k))
     return fail(args, CLI_ENOZSTD,
                 "--gzip-engine %s: this build of precompress lacks it "
-                "(install lib%s-dev and rebuild)", value,
-                k == PC_GZIP_ZOPFLI ? "zopfli" : "deflate");
-  args->opts.gzip_engine = (pc_gzip_engine_t) k;
+                "(install lib%s-dev and rebuild)",
+                value, k == PC_GZIP_ZOPFLI ? "zopfli" : "deflate");
+  args->opts.gzip_engine = (pc_gzip_engine_t)k;
   return CLI_OK;
 }
 
@@ -377,11 +376,11 @@ static cli_status_t set_shard(cli_args_t *args, const char *opt,
   const char *q = value;
   uint64_t k, count;
 
-  if (parse_u64(&q, &k) || *q++ != '/' || parse_u64(&q, &count) ||
-      *q != '\0' || count < 1 || count > 65536 || k < 1 || k > count)
+  if (parse_u64(&q, &k) || *q++ != '/' || parse_u64(&q, &count) || *q != '\0' ||
+      count < 1 || count > 65536 || k < 1 || k > count)
     return bad_value(args, opt, value, "K/N with 1 <= K <= N <= 65536");
-  args->opts.shard_index = (uint32_t) k;
-  args->opts.shard_count = (uint32_t) count;
+  args->opts.shard_index = (uint32_t)k;
+  args->opts.shard_count = (uint32_t)count;
   return CLI_OK;
 }
 
@@ -425,7 +424,7 @@ static cli_status_t apply_format(parser_t *p, const opt_def_t *def,
     pc_level_range(f, PC_GZIP_ZLIB, &lo, &hi, NULL);
     if (parse_int_range(value, lo, hi, &n))
       return bad_range(args, opt, value, lo, hi);
-    o->level[f] = (int) n;
+    o->level[f] = (int)n;
     break;
   }
   case OPT_MAX_RATIO:
@@ -450,8 +449,7 @@ static cli_status_t apply_format(parser_t *p, const opt_def_t *def,
  * for an option of another group.
  */
 static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
-                               const char *opt, const char *value,
-                               int *mine) {
+                               const char *opt, const char *value, int *mine) {
   cli_args_t *args = p->args;
   pc_options_t *o = &args->opts;
   long n;
@@ -488,7 +486,7 @@ static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
   case OPT_JOBS:
     if (parse_int_range(value, 1, PC_JOBS_MAX, &n))
       return bad_range(args, opt, value, 1, PC_JOBS_MAX);
-    o->jobs = (unsigned) n;
+    o->jobs = (unsigned)n;
     break;
   case OPT_MEMORY_LIMIT:
     /* 0 is "no limit" here, as with xz --memlimit=0; the library's 0 is
@@ -604,7 +602,7 @@ static cli_status_t parse_long(parser_t *p, int argc, char *const *argv,
   const char *arg = argv[*i];
   const char *name = arg + 2;
   const char *eq = strchr(name, '=');
-  size_t len = eq != NULL ? (size_t) (eq - name) : strlen(name);
+  size_t len = eq != NULL ? (size_t)(eq - name) : strlen(name);
   const opt_def_t *def;
   const char *value = NULL;
   char opt[48];
@@ -677,8 +675,7 @@ static cli_status_t finish(parser_t *p) {
   if (args->opts.formats == 0)
     return fail(args, CLI_EUSAGE, "no output format left after %s",
                 p->formats_by != NULL ? p->formats_by : "the options");
-  if ((args->opts.formats & PC_FMT_BIT(PC_ZST)) &&
-      !pc_format_available(PC_ZST))
+  if ((args->opts.formats & PC_FMT_BIT(PC_ZST)) && !pc_format_available(PC_ZST))
     return fail(args, CLI_ENOZSTD,
                 "%s: this build of precompress lacks zstd support "
                 "(install libzstd-dev and rebuild)",
@@ -698,12 +695,11 @@ static cli_status_t finish(parser_t *p) {
       char q[64];
       return fail(args, CLI_EUSAGE,
                   "--gzip-level: '%s' is not an integer %d..%d (with the %s "
-                  "engine)", shown(q, sizeof(q), p->gzip_level,
-                                   strlen(p->gzip_level)),
-                  lo, hi, pc_gzip_engine_name(e));
-    }
-    else
-      args->opts.level[PC_GZ] = (int) n;
+                  "engine)",
+                  shown(q, sizeof(q), p->gzip_level, strlen(p->gzip_level)), lo,
+                  hi, pc_gzip_engine_name(e));
+    } else
+      args->opts.level[PC_GZ] = (int)n;
   }
   if (p->npaths == 0)
     return fail(args, CLI_EUSAGE, "no PATH given");
@@ -735,7 +731,7 @@ cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv) {
   p.args = args;
 
   /* No list can hold more entries than there are arguments. */
-  cap = argc > 0 ? (size_t) argc : 1;
+  cap = argc > 0 ? (size_t)argc : 1;
   args->paths = calloc(cap, sizeof(*args->paths));
   args->include = calloc(cap, sizeof(*args->include));
   args->exclude = calloc(cap, sizeof(*args->exclude));

@@ -41,9 +41,9 @@ typedef struct cli_args {
   int quiet;
   int verbose;
   int json;
-  int json_lines;      /* --json-lines: one JSON object per file, then the
-                          summary; not with -v or --json */
-  int check;           /* --check; opts.dry_run is set too */
+  int json_lines; /* --json-lines: one JSON object per file, then the
+                     summary; not with -v or --json */
+  int check;      /* --check; opts.dry_run is set too */
   cli_progress_t progress;
 
   /* Storage owned by this struct, released by cli_args_free(). */

@@ -58,7 +58,7 @@ static void put_octal(FILE *f, unsigned char c) {
 }
 
 void cli_put_name(FILE *f, const char *name) {
-  const unsigned char *s = (const unsigned char *) name;
+  const unsigned char *s = (const unsigned char *)name;
   size_t n = strlen(name);
   size_t i = 0;
 
@@ -119,7 +119,7 @@ static void put_u_escape(FILE *f, uint32_t cp) {
 }
 
 int cli_put_json_str(FILE *f, const char *str, size_t n) {
-  const unsigned char *s = (const unsigned char *) str;
+  const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
   int lossy = 0;
 
@@ -184,7 +184,7 @@ int cli_put_json_str(FILE *f, const char *str, size_t n) {
 
 void cli_put_json_hex(FILE *f, const char *str, size_t n) {
   static const char hex[] = "0123456789abcdef";
-  const unsigned char *s = (const unsigned char *) str;
+  const unsigned char *s = (const unsigned char *)str;
   size_t i;
 
   fputc('"', f);

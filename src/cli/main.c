@@ -117,15 +117,15 @@ static void format_ratio(char *buf, size_t size, uint64_t num, uint64_t den) {
     digits++;
   }
   if (den == 0 || scale != den) {
-    snprintf(buf, size, "%.9g", den != 0 ? (double) num / (double) den : 0.0);
+    snprintf(buf, size, "%.9g", den != 0 ? (double)num / (double)den : 0.0);
     return;
   }
   if (digits == 0) {
-    snprintf(buf, size, "%llu", (unsigned long long) num);
+    snprintf(buf, size, "%llu", (unsigned long long)num);
     return;
   }
-  snprintf(buf, size, "%llu.%0*llu", (unsigned long long) (num / den), digits,
-           (unsigned long long) (num % den));
+  snprintf(buf, size, "%llu.%0*llu", (unsigned long long)(num / den), digits,
+           (unsigned long long)(num % den));
 }
 
 /* The default skip list, wrapped to 78 columns; the help text has put the
@@ -179,7 +179,7 @@ static void print_help(FILE *f) {
     case PC__HELP_FORMATS:
       for (i = 0; i < PC_NFORMATS; i++) {
         if (d.formats & PC_FMT_BIT(i)) {
-          fprintf(f, "%s%s", sep, pc_format_ext((pc_format_t) i));
+          fprintf(f, "%s%s", sep, pc_format_ext((pc_format_t)i));
           sep = ",";
         }
       }
@@ -197,7 +197,7 @@ static void print_help(FILE *f) {
       fputs(ratio, f);
       break;
     case PC__HELP_MIN_SIZE:
-      fprintf(f, "%llu", (unsigned long long) d.min_size);
+      fprintf(f, "%llu", (unsigned long long)d.min_size);
       break;
     case PC__HELP_JOBS:
       fprintf(f, "%u", pc_default_jobs());
@@ -234,14 +234,16 @@ static int check_paths(const cli_args_t *args) {
     bad = 1;
     if (err == ENOENT && cli_looks_like_ext(path) &&
         used + n + 2 <= sizeof(exts)) {
-      used += (size_t) snprintf(exts + used, sizeof(exts) - used, "%s%s",
-                                used ? "," : "", path);
+      used += (size_t)snprintf(exts + used, sizeof(exts) - used, "%s%s",
+                               used ? "," : "", path);
     }
   }
   if (used > 0)
-    cli_report_msg(NULL, "hint: every argument but the options is a PATH; "
+    cli_report_msg(NULL,
+                   "hint: every argument but the options is a PATH; "
                    "to skip extensions as 'python -m whitenoise.compress "
-                   "DIR EXT...' does, use --skip-ext %s", exts);
+                   "DIR EXT...' does, use --skip-ext %s",
+                   exts);
   return bad;
 }
 
@@ -250,8 +252,8 @@ static double cpu_seconds(void) {
 
   if (getrusage(RUSAGE_SELF, &ru) != 0)
     return 0;
-  return (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 +
-         (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6;
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 /* Output the user asked for that did not reach stdout (a full disk, a
@@ -265,8 +267,7 @@ static int finish_stdout(int status) {
     return status;
   if (errno == EPIPE)
     return EXIT_PIPE;
-  cli_report_msg(NULL, "error writing to standard output: %s",
-                 strerror(errno));
+  cli_report_msg(NULL, "error writing to standard output: %s", strerror(errno));
   return status == EXIT_OK ? EXIT_FAILED : status;
 }
 
@@ -277,7 +278,7 @@ static int finish_stdout(int status) {
 static int write_stdout(void *data, const void *buf, size_t len) {
   const char *p = buf;
 
-  (void) data;
+  (void)data;
   while (len > 0) {
     ssize_t n = write(STDOUT_FILENO, p, len);
     if (n < 0 && errno == EINTR)
@@ -288,7 +289,7 @@ static int write_stdout(void *data, const void *buf, size_t len) {
       return stdout_err;
     }
     p += n;
-    len -= (size_t) n;
+    len -= (size_t)n;
   }
   return 0;
 }
@@ -320,11 +321,11 @@ static int merge_main(int argc, char **argv) {
   }
   if (to_stdout)
     err = pc_merge_manifests_write(write_stdout, NULL,
-                                   (const char *const *) argv + 3,
-                                   (size_t) argc - 3, &bad);
+                                   (const char *const *)argv + 3,
+                                   (size_t)argc - 3, &bad);
   else
-    err = pc_merge_manifests(argv[2], (const char *const *) argv + 3,
-                             (size_t) argc - 3, &bad);
+    err = pc_merge_manifests(argv[2], (const char *const *)argv + 3,
+                             (size_t)argc - 3, &bad);
   if (err == 0)
     return to_stdout ? finish_stdout(EXIT_OK) : EXIT_OK;
   if (to_stdout && bad == SIZE_MAX) {
@@ -335,8 +336,7 @@ static int merge_main(int argc, char **argv) {
   if (bad == SIZE_MAX) {
     cli_report_name_msg(NULL, argv[2], "%s", pc_strerror(err));
     /* OUT is looked at before any input is read: nothing could run. */
-    return err == PC_EREFUSE || err == PC_EOUTNAME ? EXIT_USAGE
-                                                   : EXIT_FAILED;
+    return err == PC_EREFUSE || err == PC_EOUTNAME ? EXIT_USAGE : EXIT_FAILED;
   }
   if (err == -EINVAL) {
     cli_report_begin(NULL);
@@ -346,7 +346,7 @@ static int merge_main(int argc, char **argv) {
     fputs(": not a shard of the same job\n", stderr);
   } else if (err == -EEXIST) {
     cli_report_msg(NULL, "the manifests list a file twice: shards overlap "
-                   "(the same K/N given twice?)");
+                         "(the same K/N given twice?)");
   } else {
     cli_report_name_msg(NULL, argv[3 + bad], "%s", pc_strerror(err));
   }
@@ -403,22 +403,23 @@ static int prepare(cli_args_t *args, int argc, char **argv, int *status) {
     return 1;
   }
   if (args->action == CLI_ACTION_VERSION) {
-    printf("precompress %s (%s)\n", PC_VERSION_STRING,
-           pc_library_versions());
+    printf("precompress %s (%s)\n", PC_VERSION_STRING, pc_library_versions());
     *status = EXIT_OK;
     return 1;
   }
 
   if (args->opts.manifest != NULL && strcmp(args->opts.manifest, "-") == 0) {
     /* Standard output carries one thing: the manifest, or the lines. */
-    const char *other = args->json      ? "--json"
-                        : args->verbose ? "-v/--verbose"
-                        : args->check   ? "--check"
+    const char *other = args->json           ? "--json"
+                        : args->verbose      ? "-v/--verbose"
+                        : args->check        ? "--check"
                         : args->opts.dry_run ? "-n/--dry-run"
                                              : NULL;
     if (other != NULL) {
-      cli_report_msg(NULL, "--manifest - and %s both write to standard "
-                     "output (see 'precompress --help')", other);
+      cli_report_msg(NULL,
+                     "--manifest - and %s both write to standard "
+                     "output (see 'precompress --help')",
+                     other);
       return 1;
     }
     args->opts.manifest = NULL;
@@ -498,8 +499,8 @@ static int run(cli_args_t *args, uint64_t start_ns) {
   /* --json's summary goes to standard output: not once it is gone. */
   if (!(stdout_gone && args->json))
     cli_report_summary(&report, &totals,
-                       (double) (cli_now_ns() - start_ns) / 1e9,
-                       cpu_seconds(), status);
+                       (double)(cli_now_ns() - start_ns) / 1e9, cpu_seconds(),
+                       status);
   return status;
 }
 

@@ -16,12 +16,11 @@ uint64_t cli_now_ns(void) {
   struct timespec ts;
 
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 char *cli_human_bytes(char *buf, size_t size, uint64_t n) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
-                                      "EiB"};
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double v;
   size_t u = 0;
 
@@ -32,7 +31,7 @@ char *cli_human_bytes(char *buf, size_t size, uint64_t n) {
   /* Move up a unit when one decimal would round to 1024.0 ("1.0 MiB" reads
    * better than "1024.0 KiB").
    */
-  v = (double) n / 1024.0;
+  v = (double)n / 1024.0;
   while (v >= 1023.95 && u + 1 < sizeof(units) / sizeof(units[0])) {
     v /= 1024.0;
     u++;
@@ -63,7 +62,7 @@ void cli_report_init(cli_report_t *r, const cli_args_t *args,
 void cli_report_clear(cli_report_t *r) {
   if (r == NULL || r->shown == 0)
     return;
-  fprintf(stderr, "\r%*s\r", (int) r->shown, "");
+  fprintf(stderr, "\r%*s\r", (int)r->shown, "");
   r->shown = 0;
 }
 
@@ -73,9 +72,7 @@ void cli_report_clear(cli_report_t *r) {
  * --json-lines is flushed too: a script reading the stream sees each file
  * as it finishes, not a block at a time.
  */
-static void before_stdout(cli_report_t *r) {
-  cli_report_clear(r);
-}
+static void before_stdout(cli_report_t *r) { cli_report_clear(r); }
 
 static void after_stdout(cli_report_t *r) {
   if (r->progress || r->args->json_lines)
@@ -166,11 +163,10 @@ static void verbose_line(cli_report_t *r, const pc_file_t *f) {
       const pc_output_t *o = &f->out[i];
 
       if (o->state == PC_OUT_KEPT) {
-        printf("%s%s %" PRIu64, sep, pc_format_ext((pc_format_t) i),
-               o->size);
+        printf("%s%s %" PRIu64, sep, pc_format_ext((pc_format_t)i), o->size);
         sep = ", ";
       } else if (o->state == PC_OUT_RATIO) {
-        printf("%s%s ratio", sep, pc_format_ext((pc_format_t) i));
+        printf("%s%s ratio", sep, pc_format_ext((pc_format_t)i));
         sep = ", ";
       }
     }
@@ -214,7 +210,7 @@ static void listing_lines(cli_report_t *r, const pc_file_t *f) {
     if (!print)
       continue;
     name_line(r, word, f->fullpath);
-    printf(".%s\n", pc_format_ext((pc_format_t) i));
+    printf(".%s\n", pc_format_ext((pc_format_t)i));
   }
 }
 
@@ -231,7 +227,7 @@ static void removed_lines(cli_report_t *r, const pc_file_t *f) {
     if (f->out[i].action != PC_ACT_REMOVE)
       continue;
     name_line(r, "removed", f->fullpath);
-    printf(".%s\n", pc_format_ext((pc_format_t) i));
+    printf(".%s\n", pc_format_ext((pc_format_t)i));
   }
 }
 
@@ -318,8 +314,8 @@ static void json_file_line(cli_report_t *r, const pc_file_t *f) {
 
     if (!(r->formats & PC_FMT_BIT(i)))
       continue;
-    printf("%s\"%s\":{\"state\":\"%s\"", sep,
-           pc_format_ext((pc_format_t) i), state_name(o->state));
+    printf("%s\"%s\":{\"state\":\"%s\"", sep, pc_format_ext((pc_format_t)i),
+           state_name(o->state));
     if (o->state == PC_OUT_KEPT)
       printf(",\"size\":%" PRIu64, o->size);
     printf(",\"action\":\"%s\"}", action_name(o->action));
@@ -376,13 +372,13 @@ void cli_report_file(void *data, const pc_file_t *file) {
   const cli_args_t *a = r->args;
 
   if (file->err != 0)
-    cli_report_name_msg(r,
-                        file->err_path != NULL ? file->err_path
-                                               : file->fullpath,
-                        "%s", pc_strerror(file->err));
+    cli_report_name_msg(
+        r, file->err_path != NULL ? file->err_path : file->fullpath, "%s",
+        pc_strerror(file->err));
   if (a->verbose && file->alone) {
     char lim[32];
-    cli_report_name_msg(r, file->fullpath, "ran alone: its encoders need "
+    cli_report_name_msg(r, file->fullpath,
+                        "ran alone: its encoders need "
                         "more than the %s memory limit by themselves",
                         limit_text(lim, sizeof(lim), r->mem.limit));
   }
@@ -416,7 +412,7 @@ static size_t terminal_columns(void) {
 }
 
 static void format_eta(char *buf, size_t size, double s) {
-  unsigned long t = (unsigned long) (s + 0.5);
+  unsigned long t = (unsigned long)(s + 0.5);
 
   if (t >= 3600)
     snprintf(buf, size, "%lu:%02lu:%02lu", t / 3600, t / 60 % 60, t % 60);
@@ -432,12 +428,12 @@ static void format_eta(char *buf, size_t size, double s) {
 /* The rate (rate[40]) and what the ETA field says (eta[32]). */
 static void rate_and_eta(const cli_report_t *r, const pc_progress_t *p,
                          uint64_t now, char *rate, char *eta) {
-  double elapsed = (double) (now - r->start_ns) / 1e9;
+  double elapsed = (double)(now - r->start_ns) / 1e9;
   double bps = 0;
 
   if (elapsed >= 0.2 && p->bytes_done > 0) {
-    bps = (double) p->bytes_done / elapsed;
-    cli_human_bytes(rate, 40, (uint64_t) bps);
+    bps = (double)p->bytes_done / elapsed;
+    cli_human_bytes(rate, 40, (uint64_t)bps);
   } else {
     strcpy(rate, "-- B");
   }
@@ -445,8 +441,7 @@ static void rate_and_eta(const cli_report_t *r, const pc_progress_t *p,
     strcpy(eta, "scanning");
   } else if (bps > 0 && p->bytes_total >= p->bytes_done) {
     memcpy(eta, "ETA ", 4);
-    format_eta(eta + 4, 32 - 4,
-               (double) (p->bytes_total - p->bytes_done) / bps);
+    format_eta(eta + 4, 32 - 4, (double)(p->bytes_total - p->bytes_done) / bps);
   } else {
     strcpy(eta, "ETA --");
   }
@@ -459,8 +454,7 @@ static int with_bar(char *line, size_t size, const pc_progress_t *p,
                     size_t cols, const char *rest, size_t n) {
   uint64_t pct_done = p->bytes_total > 0 ? p->bytes_done : p->files_done;
   uint64_t pct_total = p->bytes_total > 0 ? p->bytes_total : p->files_total;
-  unsigned pct = pct_total > 0 ? (unsigned) (pct_done * 100 / pct_total)
-                               : 100;
+  unsigned pct = pct_total > 0 ? (unsigned)(pct_done * 100 / pct_total) : 100;
   size_t width = 0;
   char bar[24];
   size_t fill;
@@ -505,27 +499,26 @@ static void progress_draw(cli_report_t *r, const pc_progress_t *p,
    * change, and its length stable enough that the bar stays or goes
    * for good.
    */
-  len = snprintf(total_files, sizeof(total_files), "%" PRIu64,
-                 p->files_total);
-  len = snprintf(rest, sizeof(rest),
-                 "%*" PRIu64 "/%s files  %9s/%s  %9s/s  %-8s", len,
-                 p->files_done, total_files, done, total, rate, eta);
-  n = len > 0 ? (size_t) len : 0;
+  len = snprintf(total_files, sizeof(total_files), "%" PRIu64, p->files_total);
+  len =
+      snprintf(rest, sizeof(rest), "%*" PRIu64 "/%s files  %9s/%s  %9s/s  %-8s",
+               len, p->files_done, total_files, done, total, rate, eta);
+  n = len > 0 ? (size_t)len : 0;
 
   if (p->walk_done)
     len = with_bar(line, sizeof(line), p, cols, rest, n);
   else
     len = snprintf(line, sizeof(line), "%s", rest);
-  n = len > 0 ? (size_t) len : 0;
+  n = len > 0 ? (size_t)len : 0;
   if (n >= sizeof(line))
     n = sizeof(line) - 1;
   /* Never reach the last column: a wrapped line cannot be redrawn. */
   if (cols > 1 && n > cols - 1)
     n = cols - 1;
 
-  fprintf(stderr, "\r%.*s", (int) n, line);
+  fprintf(stderr, "\r%.*s", (int)n, line);
   if (r->shown > n)
-    fprintf(stderr, "%*s", (int) (r->shown - n), "");
+    fprintf(stderr, "%*s", (int)(r->shown - n), "");
   r->shown = n;
   r->last_draw_ns = now;
 }
@@ -556,15 +549,14 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
   printf("{%s\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
          ",\"compressed\":%" PRIu64 ",\"deduped\":%" PRIu64
          ",\"cached\":%" PRIu64 ",\"unchanged\":%" PRIu64 ",\"skipped\":{",
-         r->args->json_lines ? "\"type\":\"summary\"," : "", t->files,
-         t->bytes, t->compressed, t->deduped, t->cached, t->unchanged);
+         r->args->json_lines ? "\"type\":\"summary\"," : "", t->files, t->bytes,
+         t->compressed, t->deduped, t->cached, t->unchanged);
   for (i = PC_SKIP_NONE + 1; i < PC_SKIP_MAX_; i++) {
-    printf("%s\"%s\":%" PRIu64, sep, pc_skip_name((pc_skip_t) i),
-           t->skipped[i]);
+    printf("%s\"%s\":%" PRIu64, sep, pc_skip_name((pc_skip_t)i), t->skipped[i]);
     sep = ",";
   }
-  printf("},\"failed\":%" PRIu64 ",\"errors\":%" PRIu64
-         ",\"changes\":%" PRIu64 ",\"removed\":%" PRIu64 ",\"formats\":{",
+  printf("},\"failed\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"changes\":%" PRIu64
+         ",\"removed\":%" PRIu64 ",\"formats\":{",
          t->failed, t->errors, t->changes, t->removed);
   sep = "";
   for (i = 0; i < PC_NFORMATS; i++) {
@@ -572,7 +564,7 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
       continue;
     printf("%s\"%s\":{\"files\":%" PRIu64 ",\"bytes_in\":%" PRIu64
            ",\"bytes_out\":%" PRIu64 "}",
-           sep, pc_format_ext((pc_format_t) i), t->fmt[i].files,
+           sep, pc_format_ext((pc_format_t)i), t->fmt[i].files,
            t->fmt[i].bytes_in, t->fmt[i].bytes_out);
     sep = ",";
   }
@@ -582,9 +574,8 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
   else
     printf("%" PRIu64, t->mem_limit);
   /* Sources are fixed ASCII names: no escaping needed. */
-  printf(",\"source\":\"%s\",\"found\":", r->mem.source != NULL
-                                                  ? r->mem.source
-                                                  : "none");
+  printf(",\"source\":\"%s\",\"found\":",
+         r->mem.source != NULL ? r->mem.source : "none");
   if (r->mem.found == 0)
     fputs("null", stdout);
   else
@@ -592,8 +583,7 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
   printf(",\"peak_estimate\":%" PRIu64 ",\"ran_alone\":%" PRIu64 "}",
          t->mem_peak, t->ran_alone);
   printf(",\"dry_run\":%s,\"wall_s\":%.3f,\"cpu_s\":%.3f,\"exit\":%d}\n",
-         r->args->opts.dry_run ? "true" : "false", wall_s, cpu_s,
-         exit_status);
+         r->args->opts.dry_run ? "true" : "false", wall_s, cpu_s, exit_status);
 }
 
 /* "42 files, 30 compressed, 10 skipped (6 extension, 3 ratio, 1 empty),
@@ -601,8 +591,7 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
  * 1.23 s".
  * Reasons go largest first, zero counts left out.
  */
-static void summary_line(cli_report_t *r, const pc_totals_t *t,
-                         double wall_s) {
+static void summary_line(cli_report_t *r, const pc_totals_t *t, double wall_s) {
   char reasons[PC_SKIP_MAX_ * 40];
   char in[32];
   char out[32];
@@ -625,14 +614,13 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
     if (best < 0)
       break;
     used[best] = 1;
-    len += (size_t) snprintf(reasons + len, sizeof(reasons) - len,
-                             "%s%" PRIu64 " %s", sep, t->skipped[best],
-                             pc_skip_name((pc_skip_t) best));
+    len += (size_t)snprintf(reasons + len, sizeof(reasons) - len,
+                            "%s%" PRIu64 " %s", sep, t->skipped[best],
+                            pc_skip_name((pc_skip_t)best));
     sep = ", ";
   }
 
-  fprintf(stderr,
-          "precompress: %s%" PRIu64 " files, %" PRIu64 " compressed",
+  fprintf(stderr, "precompress: %s%" PRIu64 " files, %" PRIu64 " compressed",
           r->args->opts.dry_run ? "dry run: " : "", t->files, t->compressed);
   if (t->deduped > 0 || t->cached > 0) {
     /* Say how much of "compressed" was not compressed here. */
@@ -661,7 +649,7 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t,
   for (i = 0; i < PC_NFORMATS; i++) {
     if (!(r->formats & PC_FMT_BIT(i)))
       continue;
-    fprintf(stderr, "%s%s %s -> %s", sep, pc_format_ext((pc_format_t) i),
+    fprintf(stderr, "%s%s %s -> %s", sep, pc_format_ext((pc_format_t)i),
             cli_human_bytes(in, sizeof(in), t->fmt[i].bytes_in),
             cli_human_bytes(out, sizeof(out), t->fmt[i].bytes_out));
     sep = ", ";

@@ -29,13 +29,13 @@
 
 typedef struct cli_report {
   const cli_args_t *args;
-  unsigned formats;     /* enabled formats, from args->opts */
-  int progress;         /* 1 when the progress line is drawn */
-  size_t shown;         /* columns of the progress line on screen, 0 none */
-  uint64_t start_ns;    /* when the run started, for the rate */
+  unsigned formats;  /* enabled formats, from args->opts */
+  int progress;      /* 1 when the progress line is drawn */
+  size_t shown;      /* columns of the progress line on screen, 0 none */
+  uint64_t start_ns; /* when the run started, for the rate */
   uint64_t last_draw_ns;
-  uint64_t listed;      /* dry-run / --check lines printed */
-  pc_memlimit_t mem;    /* the memory limit given to pc_run() and why */
+  uint64_t listed;   /* dry-run / --check lines printed */
+  pc_memlimit_t mem; /* the memory limit given to pc_run() and why */
 } cli_report_t;
 
 /* Settles args->opts.memory_limit (the machine's default unless given) and

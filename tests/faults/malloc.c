@@ -78,8 +78,7 @@ static void note_site(void) {
     int k;
     memset(&info, 0, sizeof(info));
     if (dladdr(fr[i], &info) != 0 && info.dli_fname != NULL)
-      k = snprintf(buf + len, sizeof(buf) - len, "%s+%#lx %s\n",
-                   info.dli_fname,
+      k = snprintf(buf + len, sizeof(buf) - len, "%s+%#lx %s\n", info.dli_fname,
                    (unsigned long)((char *)fr[i] - (char *)info.dli_fbase),
                    info.dli_sname != NULL ? info.dli_sname : "?");
     else

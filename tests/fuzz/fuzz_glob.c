@@ -27,9 +27,7 @@ static void check(int cond) {
     abort();
 }
 
-static int has_special(const char *s) {
-  return strpbrk(s, "*?[\\") != NULL;
-}
+static int has_special(const char *s) { return strpbrk(s, "*?[\\") != NULL; }
 
 /* malloc'd prefix + s with every byte preceded by '\'. */
 static char *quoted(const char *prefix, const char *s) {

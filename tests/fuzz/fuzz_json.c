@@ -97,15 +97,32 @@ static size_t decode_literal(const uint8_t *s, size_t n, uint8_t *out,
       check(i + 1 < n - 1);
       c = s[i + 1];
       switch (c) {
-      case '"': case '\\': case '/':
+      case '"':
+      case '\\':
+      case '/':
         put(out, &o, cap, c);
         i += 2;
         continue;
-      case 'b': put(out, &o, cap, '\b'); i += 2; continue;
-      case 'f': put(out, &o, cap, '\f'); i += 2; continue;
-      case 'n': put(out, &o, cap, '\n'); i += 2; continue;
-      case 'r': put(out, &o, cap, '\r'); i += 2; continue;
-      case 't': put(out, &o, cap, '\t'); i += 2; continue;
+      case 'b':
+        put(out, &o, cap, '\b');
+        i += 2;
+        continue;
+      case 'f':
+        put(out, &o, cap, '\f');
+        i += 2;
+        continue;
+      case 'n':
+        put(out, &o, cap, '\n');
+        i += 2;
+        continue;
+      case 'r':
+        put(out, &o, cap, '\r');
+        i += 2;
+        continue;
+      case 't':
+        put(out, &o, cap, '\t');
+        i += 2;
+        continue;
       case 'u':
         check(i + 6 <= n - 1);
         for (k = 0; k < 4; k++) {
@@ -183,14 +200,14 @@ static void fuzz_str(const uint8_t *data, size_t size) {
   if (valid)
     check(wn == size && (size == 0 || memcmp(want, data, size) == 0));
 
-  dn = decode_literal(b.data + sizeof(prefix) - 1,
-                      b.len - (sizeof(prefix) - 1), dec, 6 * size + 8);
+  dn = decode_literal(b.data + sizeof(prefix) - 1, b.len - (sizeof(prefix) - 1),
+                      dec, 6 * size + 8);
   check(dn == wn && (wn == 0 || memcmp(dec, want, wn) == 0));
 
   /* A second reader: jansson (which the manifest reader uses) agrees. */
   j = json_loadb((const char *)b.data + sizeof(prefix) - 1,
-                 b.len - (sizeof(prefix) - 1),
-                 JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+                 b.len - (sizeof(prefix) - 1), JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                 &jerr);
   check(j != NULL && json_is_string(j));
   check(json_string_length(j) == wn &&
         (wn == 0 || memcmp(json_string_value(j), want, wn) == 0));

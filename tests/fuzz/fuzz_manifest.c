@@ -96,13 +96,13 @@ static char *ref_unhex(const char *h) {
 
 /* The reference: pc__prev_load() as it was, on a jansson document. */
 typedef struct ref {
-  int err;        /* what pc__prev_load() must return */
-  int has_table;  /* whether *out must be a table */
+  int err;       /* what pc__prev_load() must return */
+  int has_table; /* whether *out must be a table */
   json_t *files;
-  uint32_t *map;  /* manifest root index -> ours, or UINT32_MAX */
+  uint32_t *map; /* manifest root index -> ours, or UINT32_MAX */
   size_t nmap;
   unsigned formats;
-  int unknown;    /* no reference: it stopped at its depth limit */
+  int unknown; /* no reference: it stopped at its depth limit */
 } ref_t;
 
 static int ref_same_options(json_t *opt, unsigned formats) {
@@ -310,16 +310,16 @@ static void find_listed(const pc__prev_t *p, const ref_t *ref, json_t *doc,
 static void load(json_t *doc, int any, int deep, unsigned formats,
                  char *const *labels, uint32_t nlabels, unsigned threads,
                  size_t min_part) {
-  static const char *const names[] = {"index.html", "css/site.css",
-                                      "js/app.js", "", "robots.txt"};
+  static const char *const names[] = {"index.html", "css/site.css", "js/app.js",
+                                      "", "robots.txt"};
   pc__prev_t *p = (pc__prev_t *)&p; /* must be overwritten */
   ref_t ref;
   size_t i;
   uint32_t r;
   int err;
 
-  err = pc__prev_load(&p, fd_path, formats, level, PC_GZIP_ZLIB, 95, 100, labels,
-                      nlabels, threads, min_part);
+  err = pc__prev_load(&p, fd_path, formats, level, PC_GZIP_ZLIB, 95, 100,
+                      labels, nlabels, threads, min_part);
   check(err == 0 || err == PC_EBADMANIFEST || err == PC_ENOTMANIFEST ||
         err == -ENOMEM);
   if (err != 0)
@@ -400,8 +400,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         err == -ENOMEM);
   check(ours == 0 || ours == 1);
   if (!deep && err != -ENOMEM)
-    check(ours == (json_is_object(doc) &&
-                   json_object_get(doc, "precompress") != NULL));
+    check(ours ==
+          (json_is_object(doc) && json_object_get(doc, "precompress") != NULL));
   json_decref(doc);
   return 0;
 }

@@ -48,22 +48,22 @@
 
 static int failures;
 
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "embed_test.c:%d: failed: %s\n", __LINE__, #cond);    \
-      failures++;                                                           \
-    }                                                                       \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "embed_test.c:%d: failed: %s\n", __LINE__, #cond);       \
+      failures++;                                                              \
+    }                                                                          \
   } while (0)
 
-#define CHECK_EQ(a, b)                                                      \
-  do {                                                                      \
-    long long a_ = (long long)(a), b_ = (long long)(b);                     \
-    if (a_ != b_) {                                                         \
-      fprintf(stderr, "embed_test.c:%d: %s == %lld, want %s == %lld\n",     \
-              __LINE__, #a, a_, #b, b_);                                    \
-      failures++;                                                           \
-    }                                                                       \
+#define CHECK_EQ(a, b)                                                         \
+  do {                                                                         \
+    long long a_ = (long long)(a), b_ = (long long)(b);                        \
+    if (a_ != b_) {                                                            \
+      fprintf(stderr, "embed_test.c:%d: %s == %lld, want %s == %lld\n",        \
+              __LINE__, #a, a_, #b, b_);                                       \
+      failures++;                                                              \
+    }                                                                          \
   } while (0)
 
 static volatile sig_atomic_t sigint_seen;
@@ -339,7 +339,8 @@ static void test_rss(void) {
   paths[0] = dir;
   base_options(&o, paths);
   o.formats = PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR);
-  o.level[PC_BR] = 5; /* brotli 11 would take minutes; its state is freed per file anyway */
+  o.level[PC_BR] =
+      5; /* brotli 11 would take minutes; its state is freed per file anyway */
   if (pc_format_available(PC_ZST))
     o.formats |= PC_FMT_BIT(PC_ZST);
   before = rss_bytes();

@@ -13,7 +13,8 @@ static void expect(const char *glob, const char *path, int want, int line) {
   checks++;
   if (got != want) {
     failures++;
-    fprintf(stderr, "glob_test.c:%d: pc__glob_match(\"%s\", \"%s\") = %d, want %d\n",
+    fprintf(stderr,
+            "glob_test.c:%d: pc__glob_match(\"%s\", \"%s\") = %d, want %d\n",
             line, glob, path, got, want);
   }
 }
@@ -26,7 +27,8 @@ int main(void) {
   YES("css/app.css", "css/app.css");
   NO("css/app.css", "css/app.cs");
   NO("css/app.css", "css/app.css2");
-  NO("css/app.css", "x/css/app.css"); /* a glob with '/' is anchored at the root */
+  NO("css/app.css",
+     "x/css/app.css"); /* a glob with '/' is anchored at the root */
 
   /* '*' within one component, never across '/' */
   YES("css/*.css", "css/app.css");

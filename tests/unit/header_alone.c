@@ -3,6 +3,4 @@
 
 #include "precompress.h" /* and twice: include guard */
 
-int main(void) {
-  return 0;
-}
+int main(void) { return 0; }

@@ -18,14 +18,13 @@ static int failures, checks;
 static const char *cur = "";
 static char root[] = "/tmp/pc_machine_test.XXXXXX";
 
-#define EXPECT(c)                                                          \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(c)) {                                                            \
-      failures++;                                                          \
-      fprintf(stderr, "machine_test.c:%d: %s (case %s)\n", __LINE__, #c,   \
-              cur);                                                        \
-    }                                                                      \
+#define EXPECT(c)                                                              \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(c)) {                                                                \
+      failures++;                                                              \
+      fprintf(stderr, "machine_test.c:%d: %s (case %s)\n", __LINE__, #c, cur); \
+    }                                                                          \
   } while (0)
 
 /* Writes root/rel, making its directories. */

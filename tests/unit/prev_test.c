@@ -18,13 +18,13 @@ static const int level[PC_NFORMATS] = {9, 11, 19};
 static char site[] = "site";
 static char *labels[] = {site};
 
-#define EXPECT(c)                                                          \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(c)) {                                                            \
-      failures++;                                                          \
-      fprintf(stderr, "prev_test.c:%d: %s (case %s)\n", __LINE__, #c, cur); \
-    }                                                                      \
+#define EXPECT(c)                                                              \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(c)) {                                                                \
+      failures++;                                                              \
+      fprintf(stderr, "prev_test.c:%d: %s (case %s)\n", __LINE__, #c, cur);    \
+    }                                                                          \
   } while (0)
 
 static const char *cur = "";
@@ -71,16 +71,15 @@ static int load(pc__prev_t **p, unsigned threads, size_t min_part) {
   FILE *f = fopen(path, "wb");
   if (f == NULL || fwrite(doc, 1, len, f) != len || fclose(f) != 0)
     abort();
-  return pc__prev_load(p, path, PC_FMT_BIT(PC_GZ), level, PC_GZIP_ZLIB, 95,
-                       100, labels, 1, threads, min_part);
+  return pc__prev_load(p, path, PC_FMT_BIT(PC_GZ), level, PC_GZIP_ZLIB, 95, 100,
+                       labels, 1, threads, min_part);
 }
 
 /* The same status and, for every name f0..f(n-1) and `extra`, the same
  * record from one pass and from parts on 1..8 threads, parts as small as 1
  * and 64 bytes.
  */
-static void same(const char *name, size_t n, const char *extra,
-                 int want_err) {
+static void same(const char *name, size_t n, const char *extra, int want_err) {
   static const size_t mins[] = {1, 64, 700};
   pc__prev_t *one = NULL;
   int err1 = load(&one, 1, PC__PREV_MIN_PART);
@@ -162,7 +161,8 @@ int main(void) {
   head();
   for (k = 0; k < 1500; k++)
     put("    {\n      \"path\": \"f%zu\",\n      \"size\": %zu,\n"
-        "      \"mtime_ns\": 7,\n      \"gz\":\n      {\n        \"size\": %zu\n"
+        "      \"mtime_ns\": 7,\n      \"gz\":\n      {\n        \"size\": "
+        "%zu\n"
         "      }\n    }%s\n",
         k, 10 + k, 3 + k, k + 1 < 1500 ? "," : "");
   put("  ],\n  \"totals\":\n  {\n    \"files\": 1500\n  }\n}\n");

@@ -13,14 +13,14 @@
 static int failures, checks;
 static const char *cur = "";
 
-#define EXPECT(c)                                                          \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(c)) {                                                            \
-      failures++;                                                          \
-      fprintf(stderr, "schedule_test.c:%d: %s (case %s)\n", __LINE__, #c,  \
-              cur);                                                        \
-    }                                                                      \
+#define EXPECT(c)                                                              \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(c)) {                                                                \
+      failures++;                                                              \
+      fprintf(stderr, "schedule_test.c:%d: %s (case %s)\n", __LINE__, #c,      \
+              cur);                                                            \
+    }                                                                          \
   } while (0)
 
 static pc__job_t *unit(uint64_t weight, uint64_t mem) {
@@ -54,8 +54,8 @@ static void fill(pc__sched_t *s) {
   if (s->in_flight < s->jobs && pc__sched_pending(s) > 0) {
     const pc__job_t *b = s->big.n ? s->big.v[0] : NULL;
     const pc__job_t *m = s->small.n ? s->small.v[0] : NULL;
-    const pc__job_t *top = b != NULL && (m == NULL || b->weight >= m->weight)
-                               ? b : m;
+    const pc__job_t *top =
+        b != NULL && (m == NULL || b->weight >= m->weight) ? b : m;
     EXPECT(s->used + top->mem > s->limit);
   }
   /* Over the limit only with one unit in flight (a unit over it alone). */
@@ -217,12 +217,11 @@ static void random_runs(void) {
     uint64_t limit;
 #define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
     n = 1 + (unsigned)(RND() % 60);
-    limit = (RND() % 4 == 0) ? PC_MEMORY_UNLIMITED
-                             : (1 + RND() % 300) * MIB;
+    limit = (RND() % 4 == 0) ? PC_MEMORY_UNLIMITED : (1 + RND() % 300) * MIB;
     pc__sched_init(&s, 1 + (unsigned)(RND() % 8), limit);
     for (k = 0; k < n; k++) {
-      uint64_t mem = (RND() % 3 == 0) ? (15 + RND() % 70) * MIB
-                                      : (1 + RND() % 13) * MIB;
+      uint64_t mem =
+          (RND() % 3 == 0) ? (15 + RND() % 70) * MIB : (1 + RND() % 13) * MIB;
       EXPECT(pc__sched_push(&s, unit(1 + RND() % (64 * MIB), mem)) == 0);
       if (RND() % 4 == 0) {
         fill(&s);
@@ -283,8 +282,7 @@ static void batching(void) {
   EXPECT(j != NULL && j->batch == NULL && j->size == PC__BATCH_FILE + 1);
   k = pc__sched_next(&s);
   EXPECT(k != NULL && k->weight == 300 && k->mem == 2 * MIB &&
-         k->batch != NULL && k->batch->size == 200 &&
-         k->batch->batch == NULL);
+         k->batch != NULL && k->batch->size == 200 && k->batch->batch == NULL);
   pc__sched_done(&s, j);
   pc__sched_done(&s, k);
   pc__job_free(j);

@@ -13,14 +13,13 @@
 static int failures, checks;
 static const char *cur = "";
 
-#define EXPECT(c)                                                          \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(c)) {                                                            \
-      failures++;                                                          \
-      fprintf(stderr, "select_test.c:%d: %s (case %s)\n", __LINE__, #c,    \
-              cur);                                                        \
-    }                                                                      \
+#define EXPECT(c)                                                              \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(c)) {                                                                \
+      failures++;                                                              \
+      fprintf(stderr, "select_test.c:%d: %s (case %s)\n", __LINE__, #c, cur);  \
+    }                                                                          \
   } while (0)
 
 static const char *const skip_ext[] = {"png", "woff2", NULL};
@@ -99,9 +98,8 @@ static void own_outputs(void) {
 
 /* FILE and FILE.gz more than the neighbour steps apart: the search. */
 static void own_output_far(void) {
-  static char *names[] = {"a",     "a-0",   "a-1",   "a-2",  "a-3",
-                          "a-4",   "a-5",   "a-6",   "a-7",  "a-8",
-                          "a-9",   "a.gz"};
+  static char *names[] = {"a",   "a-0", "a-1", "a-2", "a-3", "a-4",
+                          "a-5", "a-6", "a-7", "a-8", "a-9", "a.gz"};
   pc__sel_entry_t e;
   setup("own output far from its source");
   e = entry("a.gz", names, 12, 11);
@@ -259,8 +257,8 @@ static void cache_store(void) {
  * shard alone.
  */
 static void shards(void) {
-  static const char *const paths[] = {"a.js", "css/app.css", "js/x/y.js",
-                                      "index.html", "b.svg", "c.txt"};
+  static const char *const paths[] = {"a.js",       "css/app.css", "js/x/y.js",
+                                      "index.html", "b.svg",       "c.txt"};
   struct stat st = file_stat(S_IFREG, 9, 9);
   struct stat fifo = file_stat(S_IFIFO, 9, 9);
   size_t k;
