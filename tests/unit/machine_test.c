@@ -12,20 +12,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "expect.h"
+
 #define GIB ((uint64_t)1 << 30)
 
-static int failures, checks;
-static const char *cur = "";
 static char root[] = "/tmp/pc_machine_test.XXXXXX";
-
-#define EXPECT(c)                                                              \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(c)) {                                                                \
-      failures++;                                                              \
-      fprintf(stderr, "machine_test.c:%d: %s (case %s)\n", __LINE__, #c, cur); \
-    }                                                                          \
-  } while (0)
 
 /* Writes root/rel, making its directories. */
 static void put(const char *rel, const char *text) {

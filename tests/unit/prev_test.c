@@ -12,22 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures, checks;
+#include "expect.h"
+
 static char path[] = "/tmp/pc_prev_test.XXXXXX";
 static const int level[PC_NFORMATS] = {9, 11, 19};
 static char site[] = "site";
 static char *labels[] = {site};
-
-#define EXPECT(c)                                                              \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(c)) {                                                                \
-      failures++;                                                              \
-      fprintf(stderr, "prev_test.c:%d: %s (case %s)\n", __LINE__, #c, cur);    \
-    }                                                                          \
-  } while (0)
-
-static const char *cur = "";
 
 /* A growable text. */
 static char *doc;

@@ -8,20 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
+
 #define MIB ((uint64_t)1 << 20)
-
-static int failures, checks;
-static const char *cur = "";
-
-#define EXPECT(c)                                                              \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(c)) {                                                                \
-      failures++;                                                              \
-      fprintf(stderr, "schedule_test.c:%d: %s (case %s)\n", __LINE__, #c,      \
-              cur);                                                            \
-    }                                                                          \
-  } while (0)
 
 static pc__job_t *unit(uint64_t weight, uint64_t mem) {
   pc__job_t *j = calloc(1, sizeof(*j));

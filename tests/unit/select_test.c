@@ -10,17 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-static int failures, checks;
-static const char *cur = "";
-
-#define EXPECT(c)                                                              \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(c)) {                                                                \
-      failures++;                                                              \
-      fprintf(stderr, "select_test.c:%d: %s (case %s)\n", __LINE__, #c, cur);  \
-    }                                                                          \
-  } while (0)
+#include "expect.h"
 
 static const char *const skip_ext[] = {"png", "woff2", NULL};
 
