@@ -357,9 +357,18 @@ static void maybe_finish(pc__run_t *r) {
     }
     pc__sched_drop(&r->sched, 0);
   }
-  if (r->walk_done && pc__sched_pending(&r->sched) == 0 &&
-      r->sched.in_flight == 0)
-    close_handles(r);
+  if (r->walk_done && pc__sched_pending(&r->sched) == 0) {
+    /* The last files are in flight: the cache's writer takes a free core
+     * now rather than the run's end.
+     */
+    if (r->cfg.cache != NULL && !r->cache_kicked &&
+        r->sched.in_flight < r->sched.jobs) {
+      pc__store_kick(r->cfg.cache);
+      r->cache_kicked = 1;
+    }
+    if (r->sched.in_flight == 0)
+      close_handles(r);
+  }
 }
 
 /* --- The walk's entries, dispatched -------------------------------------

@@ -67,6 +67,7 @@ typedef struct pc__run {
   size_t prev_hint;   /* where the next lookup may be (pc__prev_next) */
   pc__mold_t man_old; /* what was at the manifest's name at the start */
   int walk_done;
+  int cache_kicked; /* pc__store_kick() called: the run's tail began */
 
   /* Schedule: units by size, largest first, within `jobs` and the memory
    * limit (schedule.h); a slot of the pool for each one in flight.

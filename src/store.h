@@ -90,6 +90,13 @@ int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
                   const unsigned char *mem, int fd, uint64_t len,
                   uint64_t limit);
 
+/* Asks the writer to commit what is queued and checkpoint the WAL now,
+ * without waiting: the run calls it when its last files are in flight and
+ * a core is free, so that the end of the run (pc__store_close) has little
+ * left to do alone. Any thread; NULL or a read-only cache: nothing.
+ */
+void pc__store_kick(pc__store_t *c);
+
 /* Commits the queue, then removes least recently used entries until the
  * payloads total at most max_bytes, and compacts the store when that freed
  * more than a quarter of it. 0 or a negative code.

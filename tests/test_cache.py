@@ -179,6 +179,30 @@ class Cache(Base):
         self.assertEqual(s2["skipped"].get("ratio"), s1["compressed"] + 1, s2)
         self.assertEqual([rel for rel in walk_all(root) if rel.endswith((b".gz", b".br"))], [])
 
+    def test_a_rejection_at_a_lower_limit_is_replaced_by_the_payload(self):
+        # A run at --max-ratio 0.05 stores only rejections; one at the default limit cannot use
+        # them, compresses, and stores its payloads under the same keys: each entry is replaced
+        # whole (the writer's insert meets its key), none is doubled, and a fresh copy is then
+        # served from the cache.
+        src = self.tree("src")
+        cache = self.path("cache")
+        r = run(["--json", "--max-ratio", "0.05", "--cache-dir", cache, self.copy(src, "a")])
+        self.assertEqual(r.rc, 0, r)
+        first = entries(cache)
+        self.assertGreater(len(first), 20)
+        self.assertTrue(all(e["lim"] >= 0 for e in first.values()), first)
+        _, _, s2 = self.fresh_run(src, "b", cache)
+        self.assertEqual(s2["cached"], 0, s2)
+        self.assertGreater(s2["compressed"], 10, s2)
+        second = entries(cache)
+        self.assertEqual(sorted(e["key"] for e in second.values()),
+                         sorted(e["key"] for e in first.values()))
+        self.assertEqual(sum(1 for e in second.values() if e["lim"] < 0), 2 * s2["compressed"])
+        for e in second.values():
+            self.assertEqual(e["sum"], entry_sum(e["key"], e["lim"], e["data"]), e["id"])
+        _, _, s3 = self.fresh_run(src, "c", cache)
+        self.assertEqual(s3["cached"], s3["compressed"], s3)
+
     def test_corrupt_truncated_and_moved_entries_are_never_copied(self):
         src = self.tree("src")
         cache = self.path("cache")
