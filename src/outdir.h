@@ -1,0 +1,44 @@
+/* --output-dir on the loop thread: the mirror of the source directory the
+ * walk is in, listed once (outdir.c). Its listing, not the source
+ * directory's, says which outputs are absent and holds the temps a killed
+ * run left; the worker side (making the mirror, writing into it) is
+ * out.h's pc__out_dir() and work.h's pc__job_out_open().
+ */
+#ifndef PC_OUTDIR_H
+#define PC_OUTDIR_H
+
+#include "common.h"
+#include "select.h"
+
+enum {
+  PC__MIRROR_NONE = 0, /* not looked at yet */
+  PC__MIRROR_MISSING,  /* no such directory: every output is absent */
+  PC__MIRROR_OPEN,     /* fd and ls are its */
+  PC__MIRROR_ERROR     /* cannot be opened (a symlink planted there, ...):
+                          the jobs look for themselves and report it */
+};
+
+typedef struct pc__mirror {
+  int state;     /* PC__MIRROR_* */
+  int fd;        /* the mirror directory while PC__MIRROR_OPEN, else -1 */
+  uint32_t root; /* the source directory it mirrors: root and path */
+  char *drel;
+  pc__listing_t ls; /* sorted (strcmp); empty unless PC__MIRROR_OPEN */
+  char **names;     /* owned: ls.names */
+} pc__mirror_t;
+
+#define PC__MIRROR_INIT                                                        \
+  { PC__MIRROR_NONE, -1, 0, NULL, {NULL, 0, 0}, NULL }
+
+/* Points m at the mirror below `out_fd` (-1: there is no DIR, a dry run's)
+ * of the directory `drel` below root `root`: opened through no symlink,
+ * never made, and listed. 0 when m was there already, 1 when it was just
+ * looked at (the caller reaps the temps it lists), -ENOMEM.
+ */
+int pc__mirror_at(pc__mirror_t *m, int out_fd, uint32_t root,
+                  const char *drel);
+
+/* Closes and frees; m is PC__MIRROR_INIT again. */
+void pc__mirror_free(pc__mirror_t *m);
+
+#endif /* PC_OUTDIR_H */
