@@ -35,8 +35,7 @@ typedef struct pc__mirror {
  * never made, and listed. 0 when m was there already, 1 when it was just
  * looked at (the caller reaps the temps it lists), -ENOMEM.
  */
-int pc__mirror_at(pc__mirror_t *m, int out_fd, uint32_t root,
-                  const char *drel);
+int pc__mirror_at(pc__mirror_t *m, int out_fd, uint32_t root, const char *drel);
 
 /* Closes and frees; m is PC__MIRROR_INIT again. */
 void pc__mirror_free(pc__mirror_t *m);
