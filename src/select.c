@@ -102,7 +102,8 @@ unsigned pc__select_absent(const pc__select_t *s, const pc__sel_entry_t *e) {
     if (e->outs != NULL) {
       /* Another directory's listing: no neighbour to start from. */
       const char *k = key;
-      if (bsearch(&k, e->outs->names, e->outs->n, sizeof(*e->outs->names),
+      if (e->outs->n == 0 || /* names may be NULL: not for bsearch() */
+          bsearch(&k, e->outs->names, e->outs->n, sizeof(*e->outs->names),
                   cmp_names) == NULL)
         absent |= PC_FMT_BIT(f);
     } else if (!listed(e->ls, key, e->len, +1)) { /* NAME.ext after NAME */
