@@ -62,7 +62,10 @@ extern "C" {
      "(never followed)")                                                       \
   XX(EOUTSAME, -4015,                                                          \
      "the output directory is a PATH itself (omit --output-dir to write "      \
-     "in place)")
+     "in place)")                                                              \
+  XX(EOUTTWICE, -4016,                                                         \
+     "a file of an earlier PATH has the same path: its outputs in the "        \
+     "output directory are that file's")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -316,9 +319,11 @@ typedef struct pc_options {
    * PATH; a file PATH's base name). Nothing is written inside the PATHs;
    * stale outputs are removed under DIR only. DIR is made when missing
    * (not by a dry run); a symlink or non-directory met below it is never
-   * followed (that file fails with PC_EOUTLINK). With one PATH only (more:
-   * pc_options_check() refuses them); DIR the same directory as the PATH
-   * is PC_EOUTSAME, DIR not a directory -ENOTDIR, both before any work.
+   * followed (that file fails with PC_EOUTLINK). With several PATHs, a
+   * file whose path below its PATH a file found before under another one
+   * has too fails with PC_EOUTTWICE (the outputs are the first one's). DIR
+   * the same directory as a PATH is PC_EOUTSAME, DIR not a directory
+   * -ENOTDIR, both before any work.
    */
   const char *output_dir;
 } pc_options_t;

@@ -151,8 +151,6 @@ int pc_options_check(const pc_options_t *o, const char **what) {
     bad = "a manifest file and a manifest function cannot both be given";
   else if (o->output_dir != NULL && o->output_dir[0] == '\0')
     bad = "--output-dir needs a directory name";
-  else if (o->output_dir != NULL && o->npaths > 1)
-    bad = "--output-dir takes one PATH";
   if (bad == NULL && !pc_gzip_engine_available(o->gzip_engine))
     bad = "this build lacks that gzip engine";
   for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {

@@ -6,6 +6,8 @@
 
 #include "out.h"
 
+#include <xxhash.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -107,4 +109,54 @@ int pc__mirror_at(pc__mirror_t *m, int out_fd, uint32_t root,
       return err;
   }
   return 1;
+}
+
+typedef struct rel_key {
+  const char *p;
+  size_t len;
+} rel_key_t;
+
+static int rel_is(const void *ctx, uint32_t item, const void *key) {
+  const pc__relset_t *s = ctx;
+  const rel_key_t *k = key;
+  return strncmp(s->rels[item], k->p, k->len) == 0 &&
+         s->rels[item][k->len] == '\0';
+}
+
+int pc__relset_claim(pc__relset_t *s, const char *rel, size_t len) {
+  rel_key_t k = {rel, len};
+  uint64_t h = XXH3_64bits(rel, len);
+  size_t slot;
+  char *copy;
+
+  if (pc__index_reserve(&s->ix) != 0)
+    return -ENOMEM;
+  slot = pc__index_slot(&s->ix, h, rel_is, s, &k);
+  if (pc__index_item(&s->ix, slot) != UINT32_MAX)
+    return 0;
+  if (s->n == s->cap) {
+    size_t ncap = s->cap ? s->cap * 2 : 256;
+    char **n = realloc(s->rels, ncap * sizeof(*n));
+    if (n == NULL)
+      return -ENOMEM;
+    s->rels = n;
+    s->cap = ncap;
+  }
+  if ((copy = malloc(len + 1)) == NULL)
+    return -ENOMEM;
+  memcpy(copy, rel, len);
+  copy[len] = '\0';
+  s->rels[s->n] = copy;
+  pc__index_put(&s->ix, slot, h, (uint32_t)s->n++);
+  return 1;
+}
+
+void pc__relset_free(pc__relset_t *s) {
+  size_t k;
+
+  for (k = 0; k < s->n; k++)
+    free(s->rels[k]);
+  free(s->rels);
+  pc__index_free(&s->ix);
+  memset(s, 0, sizeof(*s));
 }

@@ -8,6 +8,7 @@
 #define PC_OUTDIR_H
 
 #include "common.h"
+#include "index.h"
 #include "select.h"
 
 enum {
@@ -39,5 +40,23 @@ int pc__mirror_at(pc__mirror_t *m, int out_fd, uint32_t root, const char *drel);
 
 /* Closes and frees; m is PC__MIRROR_INIT again. */
 void pc__mirror_free(pc__mirror_t *m);
+
+/* The paths below their PATH of the files whose outputs this run manages,
+ * when there is more than one PATH: two files with one such path (css/a.css
+ * under two PATHs) would write, refresh and remove the same outputs under
+ * DIR. Loop thread only. A zeroed struct is an empty set.
+ */
+typedef struct pc__relset {
+  pc__index_t ix;
+  char **rels; /* owned */
+  size_t n, cap;
+} pc__relset_t;
+
+/* Claims rel[0..len) for one file: 1 when it was free (now taken), 0 when
+ * another file has it, -ENOMEM.
+ */
+int pc__relset_claim(pc__relset_t *s, const char *rel, size_t len);
+
+void pc__relset_free(pc__relset_t *s);
 
 #endif /* PC_OUTDIR_H */

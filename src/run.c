@@ -397,6 +397,23 @@ static unsigned absent_of(const pc__run_t *r, const pc__sel_entry_t *se) {
   return pc__select_absent(&r->sel, se);
 }
 
+/* --output-dir over more than one PATH: 1 when the file at se->rel may
+ * have its outputs under DIR, 0 when a file found before under another
+ * PATH has that path (the outputs are that one's: this one fails,
+ * PC_EOUTTWICE). The walk is the one writer of the set: no race decides.
+ */
+static int claim_outputs(pc__run_t *r, const pc__sel_entry_t *se) {
+  int ret;
+
+  if (!r->cfg.outdir || r->nroots < 2)
+    return 1;
+  if ((ret = pc__relset_claim(&r->rels, se->rel, se->rel_len)) < 0) {
+    r->fatal = ret;
+    return 1; /* the run ends: no record either way */
+  }
+  return ret;
+}
+
 /* A regular file (per the listing) that the earlier manifest records and
  * that passes every filter: handed to a worker without a stat, which
  * checks it there (job.h). 1 when it was; *full is then the job's.
@@ -412,6 +429,9 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
    */
   if ((p = pc__prev_next(r->prev, e->root, se->rel, &r->prev_hint)) == NULL ||
       p->size == 0 || pc__select_file(&r->sel, se, NULL) != PC__SEL_SOURCE)
+    return 0;
+  /* Its path taken: the statted path records the error. */
+  if (!claim_outputs(r, se))
     return 0;
   /* Scheduled by its recorded size and mtime until the worker knows. */
   memset(&st, 0, sizeof(st));
@@ -476,6 +496,11 @@ static void take_file(pc__run_t *r, const pc__entry_t *e,
 
   switch (pc__select_file(&r->sel, se, st)) {
   case PC__SEL_SOURCE:
+    if (!claim_outputs(r, se)) {
+      skip_file(r, e->root, *rel, *full, PC_SKIP_NONE, st, PC_EOUTTWICE);
+      *rel = NULL;
+      return;
+    }
     take_source(r, e, se, st, full, rel);
     return;
   case PC__SEL_TEMP_OURS:
@@ -1050,6 +1075,7 @@ static void free_run(pc__run_t *r) {
 
   pc__walk_free(r->walk);
   pc__mirror_free(&r->mirror);
+  pc__relset_free(&r->rels);
   if (r->cfg.out_fd >= 0)
     close(r->cfg.out_fd);
   pc__sched_drop(&r->sched, 1);

@@ -69,6 +69,8 @@ typedef struct pc__run {
   pc__mold_t man_old; /* what was at the manifest's name at the start */
   int walk_done;
   pc__mirror_t mirror; /* --output-dir: the walk's directory's mirror */
+  pc__relset_t rels;   /* --output-dir and more than one PATH: the paths
+                          below their PATH of the files taken so far */
 
   /* Schedule: units by size, largest first, within `jobs` and the memory
    * limit (schedule.h); a slot of the pool for each one in flight.

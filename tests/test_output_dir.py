@@ -11,7 +11,8 @@ else is there; the source tree is the same, entry for entry (hash, mode, mtime,
 inode, directories included); no temp file anywhere. Then: stale outputs removed
 under DIR only; --manifest skips unchanged files, but not with a manifest written
 in place or for another DIR; -n and --check create nothing; DIR inside the PATH is
-not walked; DIR == PATH and DIR not a directory exit 2; two PATHs exit 2; a
+not walked; DIR == PATH and DIR not a directory exit 2; of two PATHs' files
+with one path below their PATH, the second fails and the first keeps the outputs; a
 symlink planted in DIR at a subdirectory is never followed (that file fails, the
 others are written), one at an output name is replaced; --cache-dir, --shard and
 a file PATH; a killed run's temp in DIR is reaped, one in the PATH left alone.
@@ -76,11 +77,12 @@ class OutputDirBase(PCTestCase):
             os.utime(full, ns=(1600000000123456789 + k * 1000000007, 1500000000987654321 + k * 999999937))
         return root
 
-    def assertOutputsMatch(self, src, out, cls, formats=("gz", "br")):
-        """Exactly the outputs the rules call for under out, each the oracle's bytes (gz,
-        br), decoding to its source, with its source's mode and mtime."""
+    def assertOutputsMatch(self, src, out, cls, formats=("gz", "br"), extra=()):
+        """Exactly the outputs the rules call for under out (and `extra`, not checked here:
+        another PATH's), each the oracle's bytes (gz, br), decoding to its source, with its
+        source's mode and mtime."""
         want = expected_outputs(cls)
-        got = files_of(out)
+        got = {rel: st for rel, st in files_of(out).items() if rel not in extra}
         if "zst" not in formats:
             self.assertFalse(any(r.endswith(b".zst") for r in got))
         self.assertEqual(sorted(r for r in got if not r.endswith(b".zst")), sorted(want),
@@ -284,12 +286,32 @@ class Placement(OutputDirBase):
         r = run(["--output-dir", os.path.join(self.out, "sub"), self.src])
         self.assertEqual(r.rc, 2, r)
 
-    def test_two_paths_exit_2(self):
-        other = self.make_tree(self.path("other"), seed=9)
-        r = run(["--output-dir", self.out, self.src, other])
-        self.assertEqual(r.rc, 2, r)
-        self.assertIn("--output-dir takes one PATH", r.err)
-        self.assertFalse(os.path.lexists(self.out))
+    def test_two_paths_one_output_path(self):
+        # other holds css/app.css too (other bytes) and a file of its own.
+        other = self.path("other")
+        os.makedirs(os.path.join(other, "css"))
+        with open(os.path.join(other, "css", "app.css"), "wb") as f:
+            f.write(words_data(9000, 99))
+        with open(os.path.join(other, "own.js"), "wb") as f:
+            f.write(words_data(5000, 98))
+        before = listing(other)
+        man = self.path("m.json")
+        for attempt in range(2):  # the second with the manifest's records: the same outcome
+            r = run(["--json", "--manifest", man, "--output-dir", self.out, self.src, other])
+            self.assertEqual(r.rc, 1, r)
+            self.assertEqual(r.error_lines(),
+                             ["precompress: %s/css/app.css: a file of an earlier PATH has the same path: its "
+                              "outputs in the output directory are that file's" % other], r)
+            self.assertEqual(r.summary()["failed"], 1)
+            # The outputs are the first PATH's file's, the other PATH's own file has its own.
+            self.assertOutputsMatch(self.src, self.out, classify(self.src), extra=(b"own.js.gz", b"own.js.br"))
+            self.assertOutputsMatch(other, self.out, {b"own.js": classify(other)[b"own.js"]},
+                                    extra=tuple(expected_outputs(classify(self.src))))
+            self.assertEqual(listing(other), before)
+        m = load_manifest(man)[0]
+        self.assertEqual(m["roots"], [self.src, other])
+        bad = [e for e in m["files"] if "error" in e]
+        self.assertEqual([(e["root"], e["path"]) for e in bad], [(1, "css/app.css")])
 
     def test_symlink_dir_given_as_dir_is_followed(self):
         real = self.path("real")
