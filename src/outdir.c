@@ -78,17 +78,14 @@ void pc__mirror_free(pc__mirror_t *m) {
   *m = (pc__mirror_t)PC__MIRROR_INIT;
 }
 
-int pc__mirror_at(pc__mirror_t *m, int out_fd, uint32_t root,
-                  const char *drel) {
+int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel) {
   int fd, err;
 
-  if (m->state != PC__MIRROR_NONE && m->root == root &&
-      strcmp(m->drel, drel) == 0)
+  if (m->state != PC__MIRROR_NONE && strcmp(m->drel, drel) == 0)
     return 0;
   pc__mirror_free(m);
   if ((m->drel = pc__strdup(drel)) == NULL)
     return -ENOMEM;
-  m->root = root;
   fd = out_fd >= 0 ? pc__out_dir(out_fd, drel, strlen(drel), 0) : -ENOENT;
   if (fd < 0) {
     m->state = fd == -ENOENT ? PC__MIRROR_MISSING : PC__MIRROR_ERROR;

@@ -20,23 +20,24 @@ enum {
 };
 
 typedef struct pc__mirror {
-  int state;     /* PC__MIRROR_* */
-  int fd;        /* the mirror directory while PC__MIRROR_OPEN, else -1 */
-  uint32_t root; /* the source directory it mirrors: root and path */
-  char *drel;
+  int state;        /* PC__MIRROR_* */
+  int fd;           /* the mirror directory while PC__MIRROR_OPEN, else -1 */
+  char *drel;       /* its path below DIR: a source directory's below its root
+                       (under any root: one mirror serves every PATH) */
   pc__listing_t ls; /* sorted (strcmp); empty unless PC__MIRROR_OPEN */
   char **names;     /* owned: ls.names */
 } pc__mirror_t;
 
 #define PC__MIRROR_INIT                                                        \
-  { PC__MIRROR_NONE, -1, 0, NULL, {NULL, 0, 0}, NULL }
+  { PC__MIRROR_NONE, -1, NULL, {NULL, 0, 0}, NULL }
 
 /* Points m at the mirror below `out_fd` (-1: there is no DIR, a dry run's)
- * of the directory `drel` below root `root`: opened through no symlink,
- * never made, and listed. 0 when m was there already, 1 when it was just
+ * of a source directory at `drel` below its root: opened through no
+ * symlink, never made, and listed. 0 when m was there already (file PATHs
+ * of one directory, or roots in turn, list it once), 1 when it was just
  * looked at (the caller reaps the temps it lists), -ENOMEM.
  */
-int pc__mirror_at(pc__mirror_t *m, int out_fd, uint32_t root, const char *drel);
+int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel);
 
 /* Closes and frees; m is PC__MIRROR_INIT again. */
 void pc__mirror_free(pc__mirror_t *m);

@@ -586,7 +586,7 @@ static void mirror_reap(pc__run_t *r, const pc__entry_t *e) {
  * walk moves to another directory. 0, or -1 when the run cannot go on.
  */
 static int mirror_for(pc__run_t *r, const pc__entry_t *e) {
-  int ret = pc__mirror_at(&r->mirror, r->cfg.out_fd, e->root, e->drel);
+  int ret = pc__mirror_at(&r->mirror, r->cfg.out_fd, e->drel);
   if (ret < 0) {
     r->fatal = ret;
     return -1;
