@@ -405,6 +405,11 @@ class CacheShardTemps(OutputDirBase):
         with open(os.path.join(two, "merged.json"), "rb") as a, open(os.path.join(one, "all.json"), "rb") as b:
             self.assertEqual(a.read(), b.read())
         self.assertEqual(temp_leftovers(os.path.join(two, "out")), [])
+        # A shard written for another DIR is not a shard of this job.
+        self.run_ok(["-q", "--shard", "2/2", "--manifest", "s2-other.json", "--output-dir", "other", "src"], cwd=two)
+        r = run(["merge-manifests", "bad.json", "s1.json", "s2-other.json"], cwd=two)
+        self.assertEqual(r.rc, 1, r)
+        self.assertFalse(os.path.lexists(os.path.join(two, "bad.json")))
 
     def test_killed_runs_temp_reaped_in_dir_only(self):
         self.run_ok(["-q", "--output-dir", self.out, self.src])
