@@ -56,7 +56,16 @@ extern "C" {
   XX(EOUTNAME, -4011,                                                          \
      "refusing to write a manifest under an output's name (.gz, .br, .zst)")   \
   XX(EUNSAFE, -4012, "refusing a cache another user owns or others can write") \
-  XX(ESTORE, -4013, "not a precompress cache store, or a damaged one")
+  XX(ESTORE, -4013, "not a precompress cache store, or a damaged one")         \
+  XX(EOUTLINK, -4014,                                                          \
+     "a symlink or non-directory in the output directory's tree "              \
+     "(never followed)")                                                       \
+  XX(EOUTSAME, -4015,                                                          \
+     "the output directory is a PATH itself (omit --output-dir to write "      \
+     "in place)")                                                              \
+  XX(EOUTTWICE, -4016,                                                         \
+     "a file of an earlier PATH has the same path: its outputs in the "        \
+     "output directory are that file's")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -305,6 +314,18 @@ typedef struct pc_options {
    * Called on the thread that called pc_run(), after the last file.
    */
   int (*manifest_write)(void *data, const void *buf, size_t len);
+  /* Write the outputs under this directory instead of beside each file
+   * (NULL: in place): PATH/REL gets DIR/REL.gz (REL: the path below its
+   * PATH; a file PATH's base name). Nothing is written inside the PATHs;
+   * stale outputs are removed under DIR only. DIR is made when missing
+   * (not by a dry run); a symlink or non-directory met below it is never
+   * followed (that file fails with PC_EOUTLINK). With several PATHs, a
+   * file whose path below its PATH a file found before under another one
+   * has too fails with PC_EOUTTWICE (the outputs are the first one's). DIR
+   * the same directory as a PATH is PC_EOUTSAME, DIR not a directory
+   * -ENOTDIR, both before any work.
+   */
+  const char *output_dir;
 } pc_options_t;
 
 /* Fills every field with its default. */

@@ -66,7 +66,7 @@ int pc__cache_copy(pc__job_t *j, pc__fmt_t *s, uint64_t n) {
     pc__job_fail(j, -ENOMEM, NULL);
     return -ENOMEM;
   }
-  if (s->out.fd < 0 && (err = pc__out_open(&s->out, j->pdir, s->base)) != 0) {
+  if (s->out.fd < 0 && (err = pc__job_out_open(j, s)) != 0) {
     pc__job_fail(j, err, s->final);
     goto out;
   }

@@ -290,7 +290,7 @@ static int copy_outputs(pc__job_t *j, pc__fmt_t *fs, const pc_output_t *lo,
     s->total = lo[f].size;
     if (j->cfg->dry_run)
       continue; /* nothing to write */
-    if ((err = pc__out_open(&s->out, j->pdir, s->base)) != 0 ||
+    if ((err = pc__job_out_open(j, s)) != 0 ||
         (err = pc__out_write(&s->out, c->bytes[f], lo[f].size)) != 0) {
       pc__job_fail(j, err, s->final);
       return err;

@@ -84,7 +84,7 @@ int pc__incremental_check(pc__job_t *j) {
     j->prev = NULL;
     return 0; /* its old outputs are stale now: the job removes them */
   }
-  if (pc__outputs_current(c->formats, j->prev, j->pdir, base, &st, j->absent)) {
+  if (pc__outputs_current(c->formats, j->prev, j->odir, base, &st, j->absent)) {
     j->outcome = PC__CHECK_SAME;
     return 1;
   }

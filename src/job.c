@@ -49,6 +49,7 @@ pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
   j->via_link = via_link;
   j->cfg = cfg;
   j->pdir = -1;
+  j->odir = -1;
   j->weight = j->size;
   return j;
 }
@@ -294,27 +295,77 @@ typedef struct job_ctx {
                    owes its old outputs' removal */
 } job_ctx_t;
 
-/* FILE.ext for every enabled format, and where its base name starts. */
+/* FILE.ext for every enabled format (with --output-dir DIR/REL.ext), and
+ * where its base name starts.
+ */
 static int name_outputs(pc__job_t *j, job_ctx_t *c) {
-  size_t n = strlen(j->fullpath);
+  const char *path = j->fullpath, *dir = j->cfg->out_label;
+  size_t n, dl = 0, base = pc__job_base_off(j);
   int f;
 
+  if (j->cfg->outdir) {
+    path = j->fullpath + j->rel_off;
+    dl = strlen(dir) + 1; /* "DIR/" */
+    base = base - j->rel_off + dl;
+  }
+  n = strlen(path);
   c->named = 1;
   for (f = 0; f < PC_NFORMATS; f++) {
     const char *ext = pc_format_ext((pc_format_t)f);
+    char *p;
     if (!(j->cfg->formats & PC_FMT_BIT(f)))
       continue;
-    c->fs[f].final = malloc(n + 1 + strlen(ext) + 1);
-    if (c->fs[f].final == NULL) {
+    if ((p = c->fs[f].final = malloc(dl + n + 1 + strlen(ext) + 1)) == NULL) {
       pc__job_fail(j, -ENOMEM, NULL);
       return -ENOMEM;
     }
-    memcpy(c->fs[f].final, j->fullpath, n);
-    c->fs[f].final[n] = '.';
-    strcpy(c->fs[f].final + n + 1, ext);
-    c->fs[f].base = c->fs[f].final + pc__job_base_off(j);
+    if (dl > 0) {
+      memcpy(p, dir, dl - 1);
+      p[dl - 1] = '/';
+    }
+    memcpy(p + dl, path, n);
+    p[dl + n] = '.';
+    strcpy(p + dl + n + 1, ext);
+    c->fs[f].base = p + base;
   }
   return 0;
+}
+
+/* The job's output directory into j->odir: its own directory in place;
+ * with --output-dir the mirror of it below DIR, opened through no symlink,
+ * or when that is missing -1 and every output absent (made by the first
+ * write). 0, or the job's error.
+ */
+static int open_odir(pc__job_t *j) {
+  const pc__cfg_t *c = j->cfg;
+  const char *rel;
+  size_t len;
+  char *path;
+  int fd;
+
+  if (!c->outdir) {
+    j->odir = j->pdir;
+    return 0;
+  }
+  rel = pc__job_reldir(j, &len);
+  fd = c->out_fd >= 0 ? pc__out_dir(c->out_fd, rel, len, 0) : -ENOENT;
+  if (fd >= 0 || fd == -ENOENT) {
+    j->odir = fd;
+    if (fd < 0)
+      j->absent |= c->formats;
+    return 0;
+  }
+  /* Named as "DIR/REL-DIR": the directory that is not one to follow. */
+  if ((path = malloc(strlen(c->out_label) + 1 + len + 1)) != NULL) {
+    strcpy(path, c->out_label);
+    if (len > 0) {
+      strcat(path, "/");
+      strncat(path, rel, len);
+    }
+  }
+  pc__job_fail(j, fd, path != NULL ? path : c->out_label);
+  free(path);
+  return fd;
 }
 
 /* Phase 1: the file's directory, the incremental check, the output names.
@@ -329,6 +380,8 @@ static int prepare(pc__job_t *j, job_ctx_t *c) {
     pc__job_fail(j, err, NULL);
     return 1;
   }
+  if (open_odir(j) != 0)
+    return 1;
   if (j->prev != NULL && pc__incremental_check(j))
     return 1;
   if (name_outputs(j, c) != 0)
@@ -489,7 +542,10 @@ static void finish(pc__job_t *j, job_ctx_t *c) {
     }
     free(c->fs[f].final);
   }
-  /* Last: the temp files above were removed relative to it. */
+  /* Last: the temp files above were removed relative to them. */
+  if (j->odir >= 0 && j->odir != j->pdir)
+    close(j->odir);
+  j->odir = -1;
   if (c->own_pdir && j->pdir >= 0 && j->pdir != j->root_fd)
     close(j->pdir);
   j->pdir = -1;

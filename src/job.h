@@ -30,6 +30,13 @@ typedef struct pc__cfg {
   struct pc__spares *spares; /* shared, with its own lock: codec states
                                 kept between files, freed with the run */
   struct pc__store *cache;   /* thread-safe (store.h); NULL: no --cache-dir */
+  /* --output-dir: outputs go below out_fd, mirroring each file's path
+   * below its root; out_fd is -1 when a dry run found no such directory
+   * (every output missing). out_label names it in messages.
+   */
+  int outdir;
+  int out_fd;
+  const char *out_label;
 } pc__cfg_t;
 
 /* A job waits in the run's heap from the walk until a worker is free: as
@@ -41,6 +48,9 @@ typedef struct pc__job {
   uint32_t root;    /* index of the PATH it was found under */
   int root_fd;      /* that root's directory (O_PATH), owned by the run */
   int pdir;         /* while running: the file's directory (O_PATH) */
+  int odir;         /* while running: where its outputs go; pdir in place,
+                       with --output-dir its mirror below out_fd (-1 while
+                       missing: made by the first write, pc__job_out_open) */
   char *fullpath;   /* owned; the name on disk */
   size_t rel_off;   /* the path relative to its root starts here */
   int via_link;     /* the walk saw a symlink to a file: open through it */

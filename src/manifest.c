@@ -164,8 +164,14 @@ static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
   }
   err |= pc__buf_puts(b, ", \"max_ratio\": ");
   err |= put_ratio(b, r->ratio_num, r->ratio_den);
-  err |= pc__buf_printf(b, ", \"min_size\": %llu},\n",
+  err |= pc__buf_printf(b, ", \"min_size\": %llu",
                         (unsigned long long)r->min_size);
+  /* Only with --output-dir: in-place manifests stay as they were. */
+  if (r->output_dir != NULL) {
+    err |= pc__buf_puts(b, ", \"output_dir\": ");
+    err |= pc__json_str(b, r->output_dir, strlen(r->output_dir), NULL);
+  }
+  err |= pc__buf_puts(b, "},\n");
   return err ? -ENOMEM : 0;
 }
 
@@ -496,6 +502,7 @@ int pc__manifest_write(pc__run_t *r, const pc__mdest_t *to) {
   d.ratio_num = r->cfg.ratio_num;
   d.ratio_den = r->cfg.ratio_den;
   d.min_size = r->opts->min_size;
+  d.output_dir = r->opts->output_dir;
   d.labels = labels;
   d.nroots = r->nroots;
   d.recs = r->recs;

@@ -8,7 +8,8 @@
  *    "options": {"formats": ["gz", ...],     the formats, in pc_format_t order
  *                LEVEL KEY: N, ...           per format, pc__manifest_level_key
  *                "gzip_engine": "NAME",      after gzip_level, only when not
- * zlib "max_ratio": R, "min_size": N}, "roots": ["LABEL", ...], only with more
+ * zlib "max_ratio": R, "min_size": N, "output_dir": "DIR"}, (only with
+ * --output-dir, DIR as given) "roots": ["LABEL", ...], only with more
  * than one root "files": [                              sorted by (root, path
  * bytes)
  *      {"root": K,                           only with more than one root
@@ -56,6 +57,8 @@ typedef struct pc__mopt {
   double ratio;
   int min_size_int; /* "min_size" is an integer */
   int64_t min_size;
+  int has_output_dir;     /* "output_dir" is given (--output-dir) */
+  const char *output_dir; /* its value when a string, else NULL */
 } pc__mopt_t;
 
 /* The top-level members of a manifest (for each key the last value given,

@@ -115,6 +115,9 @@ static void decode_options(json_t *opt, pc__mopt_t *o) {
   v = json_object_get(opt, "min_size");
   o->min_size_int = json_is_integer(v);
   o->min_size = json_integer_value(v);
+  v = json_object_get(opt, "output_dir");
+  o->has_output_dir = v != NULL;
+  o->output_dir = json_string_value(v);
 }
 
 /* The decoded fields of h from its values. */

@@ -113,6 +113,10 @@ static int parse_options(const pc__mopt_t *o, pc__mdoc_t *d) {
   if (!o->ratio_number || !o->min_size_int)
     return PC_ENOTMANIFEST;
   d->min_size = (uint64_t)o->min_size;
+  /* Shards of one job have the same one (pc__mhead_same_job()). */
+  if (o->has_output_dir && o->output_dir == NULL)
+    return PC_ENOTMANIFEST;
+  d->output_dir = o->output_dir;
   if (!(o->ratio > 0 && o->ratio <= 1))
     return PC_ENOTMANIFEST;
   for (den = 1; den <= 1000000000u; den *= 10) {

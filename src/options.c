@@ -149,6 +149,8 @@ int pc_options_check(const pc_options_t *o, const char **what) {
     bad = "shard must be K/N with 1 <= K <= N";
   else if (o->manifest != NULL && o->manifest_write != NULL)
     bad = "a manifest file and a manifest function cannot both be given";
+  else if (o->output_dir != NULL && o->output_dir[0] == '\0')
+    bad = "--output-dir needs a directory name";
   if (bad == NULL && !pc_gzip_engine_available(o->gzip_engine))
     bad = "this build lacks that gzip engine";
   for (f = 0; bad == NULL && f < PC_NFORMATS; f++) {

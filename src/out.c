@@ -255,6 +255,63 @@ int pc__out_reap(int dirfd, const char *name, const struct timespec *before) {
   return gone;
 }
 
+/* One component of pc__out_dir(): `name` below `at`, made first when
+ * missing and `create` says so. A descriptor or a negative code.
+ */
+static int dir_step(int at, const char *name, int create) {
+  const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int fd = openat(at, name, flags);
+
+  if (fd < 0 && errno == ENOENT && create) {
+    if (mkdirat(at, name, 0777) != 0 && errno != EEXIST)
+      return PC__ERRNO();
+    fd = openat(at, name, flags);
+  }
+  if (fd >= 0)
+    return fd;
+  /* O_NOFOLLOW on a symlink is ELOOP (ENOTDIR on some systems), and a file
+   * at a directory's name ENOTDIR: either way the tree is not ours to
+   * follow.
+   */
+  if (errno == ELOOP || errno == ENOTDIR || errno == EMLINK)
+    return PC_EOUTLINK;
+  return PC__ERRNO();
+}
+
+int pc__out_dir(int base, const char *rel, size_t len, int create) {
+  char part[NAME_MAX + 1];
+  size_t i = 0;
+  int at = -1;
+
+  while (i < len) {
+    size_t n = 0;
+    int fd;
+    while (i + n < len && rel[i + n] != '/')
+      n++;
+    if (n == 0) {
+      i++;
+      continue;
+    }
+    if (n > NAME_MAX) {
+      fd = -ENAMETOOLONG;
+    } else {
+      memcpy(part, rel + i, n);
+      part[n] = '\0';
+      fd = dir_step(at >= 0 ? at : base, part, create);
+    }
+    if (at >= 0)
+      close(at);
+    if (fd < 0)
+      return fd;
+    at = fd;
+    i += n;
+  }
+  if (at < 0 &&
+      (at = openat(base, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    return PC__ERRNO();
+  return at;
+}
+
 void pc__out_discard(pc__out_t *o) {
   if (o->fd >= 0)
     close(o->fd);

@@ -58,6 +58,17 @@ int pc__out_finish(pc__out_t *o, const char *final);
  */
 int pc__out_reap(int dirfd, const char *name, const struct timespec *before);
 
+/* Opens the directory rel[0..len) below `base` (--output-dir's mirror of a
+ * source directory; len 0: base itself), one component at a time, each
+ * O_NOFOLLOW|O_DIRECTORY: a symlink or a non-directory on the way is never
+ * followed (PC_EOUTLINK). With `create`, a missing component is made
+ * (mkdirat, 0777 less the umask; EEXIST is fine: other workers and other
+ * shards make the same ones). `rel` comes from the walk: no "." or "..".
+ * A new descriptor (O_RDONLY: it may be listed), or a negative code
+ * (-ENOENT without `create` when a component is missing).
+ */
+int pc__out_dir(int base, const char *rel, size_t len, int create);
+
 /* Closes and removes the temp, if any (cleanup path; never fails). */
 void pc__out_discard(pc__out_t *o);
 

@@ -142,8 +142,17 @@ static int add(pc__prev_t *p, uint32_t root, const char *path, size_t n,
 
 /* 1 if the manifest's options produce the bytes this run would. */
 static int same_options(const pc__mopt_t *o, unsigned formats, const int *level,
-                        pc_gzip_engine_t engine, uint64_t num, uint64_t den) {
+                        pc_gzip_engine_t engine, uint64_t num, uint64_t den,
+                        const char *output_dir) {
   int f;
+
+  /* Outputs written in place, or under another DIR, say nothing about
+   * the ones under this DIR (compared as given: "out" and "./out" differ).
+   */
+  if ((output_dir == NULL) != !o->has_output_dir ||
+      (output_dir != NULL &&
+       (o->output_dir == NULL || strcmp(o->output_dir, output_dir) != 0)))
+    return 0;
 
   if (!o->formats_list || o->formats != formats)
     return 0;
@@ -178,6 +187,7 @@ typedef struct load {
   const int *level;
   pc_gzip_engine_t engine;
   uint64_t ratio_num, ratio_den;
+  const char *output_dir;
   char *const *labels;
   uint32_t nlabels;
 } load_t;
@@ -219,7 +229,7 @@ static int on_files(void *data, const pc__mhead_t *h) {
   free(ld->map);
   ld->map = NULL;
   if (!ld->want || !same_options(&h->opt, ld->s.formats, ld->level, ld->engine,
-                                 ld->ratio_num, ld->ratio_den))
+                                 ld->ratio_num, ld->ratio_den, ld->output_dir))
     return 0;
   if ((ld->s.p = calloc(1, sizeof(*ld->s.p))) == NULL)
     return -ENOMEM;
@@ -326,7 +336,8 @@ static void part_free(void *part) {
 
 int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
                    unsigned formats, const int *level, pc_gzip_engine_t engine,
-                   uint64_t ratio_num, uint64_t ratio_den, char *const *labels,
+                   uint64_t ratio_num, uint64_t ratio_den,
+                   const char *output_dir, char *const *labels,
                    uint32_t nlabels, unsigned threads, size_t min_part) {
   pc__mread_t rd;
   pc__mhead_t h;
@@ -342,6 +353,7 @@ int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
   ld.engine = engine;
   ld.ratio_num = ratio_num;
   ld.ratio_den = ratio_den;
+  ld.output_dir = output_dir;
   ld.labels = labels;
   ld.nlabels = nlabels;
   memset(&rd, 0, sizeof(rd));
@@ -370,8 +382,9 @@ int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
 
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
                   const int *level, pc_gzip_engine_t engine, uint64_t ratio_num,
-                  uint64_t ratio_den, char *const *labels, uint32_t nlabels,
-                  unsigned threads, size_t min_part) {
+                  uint64_t ratio_den, const char *output_dir,
+                  char *const *labels, uint32_t nlabels, unsigned threads,
+                  size_t min_part) {
   pc__buf_t text = {0};
   int err;
 
@@ -382,8 +395,8 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
     goto out;
   }
   err = pc__prev_parse(out, NULL, (const char *)text.data, text.len, formats,
-                       level, engine, ratio_num, ratio_den, labels, nlabels,
-                       threads, min_part);
+                       level, engine, ratio_num, ratio_den, output_dir, labels,
+                       nlabels, threads, min_part);
 out:
   pc__buf_free(&text);
   return err;

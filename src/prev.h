@@ -20,11 +20,14 @@ typedef struct pc__prev_rec {
  */
 int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
                   const int *level, pc_gzip_engine_t engine, uint64_t ratio_num,
-                  uint64_t ratio_den, char *const *labels, uint32_t nlabels,
-                  unsigned threads, size_t min_part);
+                  uint64_t ratio_den, const char *output_dir,
+                  char *const *labels, uint32_t nlabels, unsigned threads,
+                  size_t min_part);
 
 /* Parses text[0..len), an earlier manifest. *out is NULL (and 0 returned)
- * when it was written with other formats, levels or ratio: its records
+ * when it was written with other formats, levels or ratio, or for another
+ * output directory (`output_dir`, --output-dir as given, NULL: in place,
+ * as the manifest's "output_dir" says): its records
  * then say nothing about what this run would write. Records of roots
  * other than `labels` are ignored. Text that is not JSON is
  * PC_EBADMANIFEST, JSON that is not a manifest (not an object, no
@@ -39,7 +42,8 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
  */
 int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
                    unsigned formats, const int *level, pc_gzip_engine_t engine,
-                   uint64_t ratio_num, uint64_t ratio_den, char *const *labels,
+                   uint64_t ratio_num, uint64_t ratio_den,
+                   const char *output_dir, char *const *labels,
                    uint32_t nlabels, unsigned threads, size_t min_part);
 
 /* About 10,000 lines: a thread costs far less than parsing them. */

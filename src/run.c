@@ -385,8 +385,42 @@ static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
                                           const char *rel,
                                           const struct stat *st,
                                           unsigned absent) {
+  int odfd = e->dfd;
+  if (r->cfg.outdir) {
+    /* Outputs the mirror cannot tell of are not current. */
+    if (r->mirror.state == PC__MIRROR_ERROR)
+      return NULL;
+    odfd = r->mirror.fd;
+  }
   return pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.formats, e->root,
-                                rel, e->dfd, e->name, st, absent);
+                                rel, odfd, e->name, st, absent);
+}
+
+/* The enabled formats whose output the listing of its outputs' directory
+ * lacks (select.h); with --output-dir and a mirror that could not be
+ * opened, none: each job looks, and reports why it cannot.
+ */
+static unsigned absent_of(const pc__run_t *r, const pc__sel_entry_t *se) {
+  if (r->cfg.outdir && r->mirror.state == PC__MIRROR_ERROR)
+    return 0;
+  return pc__select_absent(&r->sel, se);
+}
+
+/* --output-dir over more than one PATH: 1 when the file at se->rel may
+ * have its outputs under DIR, 0 when a file found before under another
+ * PATH has that path (the outputs are that one's: this one fails,
+ * PC_EOUTTWICE). The walk is the one writer of the set: no race decides.
+ */
+static int claim_outputs(pc__run_t *r, const pc__sel_entry_t *se) {
+  int ret;
+
+  if (!r->cfg.outdir || r->nroots < 2)
+    return 1;
+  if ((ret = pc__relset_claim(&r->rels, se->rel, se->rel_len)) < 0) {
+    r->fatal = ret;
+    return 1; /* the run ends: no record either way */
+  }
+  return ret;
 }
 
 /* A regular file (per the listing) that the earlier manifest records and
@@ -405,6 +439,9 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
   if ((p = pc__prev_next(r->prev, e->root, se->rel, &r->prev_hint)) == NULL ||
       p->size == 0 || pc__select_file(&r->sel, se, NULL) != PC__SEL_SOURCE)
     return 0;
+  /* Its path taken: the statted path records the error. */
+  if (!claim_outputs(r, se))
+    return 0;
   /* Scheduled by its recorded size and mtime until the worker knows. */
   memset(&st, 0, sizeof(st));
   st.st_size = (off_t)p->size;
@@ -418,7 +455,7 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
     return 1;
   }
   j->prev = p;
-  j->absent = pc__select_absent(&r->sel, se);
+  j->absent = absent_of(r, se);
   push_job(r, j);
   return 1;
 }
@@ -430,7 +467,7 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
 static void take_source(pc__run_t *r, const pc__entry_t *e,
                         const pc__sel_entry_t *se, const struct stat *st,
                         char **full, char **rel) {
-  unsigned absent = pc__select_absent(&r->sel, se);
+  unsigned absent = absent_of(r, se);
   pc_skip_t why = pc__select_size(&r->sel, (uint64_t)st->st_size);
   const pc__prev_rec_t *prev;
   pc__job_t *j;
@@ -468,13 +505,19 @@ static void take_file(pc__run_t *r, const pc__entry_t *e,
 
   switch (pc__select_file(&r->sel, se, st)) {
   case PC__SEL_SOURCE:
+    if (!claim_outputs(r, se)) {
+      skip_file(r, e->root, *rel, *full, PC_SKIP_NONE, st, PC_EOUTTWICE);
+      *rel = NULL;
+      return;
+    }
     take_source(r, e, se, st, full, rel);
     return;
   case PC__SEL_TEMP_OURS:
     /* A killed run's is removed; one that another run is writing right
-     * now stays (pc__out_reap).
+     * now stays (pc__out_reap). With --output-dir the source tree is
+     * never written: its temps are reaped in the mirror (mirror_reap).
      */
-    if (!r->cfg.dry_run)
+    if (!r->cfg.dry_run && !r->cfg.outdir)
       pc__out_reap(e->dfd, e->name, &r->start);
     return;
   case PC__SEL_SPECIAL:
@@ -519,6 +562,49 @@ static int take_link(pc__run_t *r, const pc__entry_t *e,
   return 0;
 }
 
+/* --output-dir: the temps of ours in the mirror just listed that a
+ * killed run left (a live run's stay: pc__out_reap), as the walk reaps
+ * them in place. Only this shard's: the filter chain says which.
+ */
+static void mirror_reap(pc__run_t *r, const pc__entry_t *e) {
+  const pc__mirror_t *m = &r->mirror;
+  size_t k;
+
+  for (k = 0; k < m->ls.n && !r->cfg.dry_run; k++) {
+    const char *name = m->names[k];
+    pc__sel_entry_t se;
+    char *rel;
+    if (!pc__is_temp_name(name))
+      continue;
+    if ((rel = pc__path_join(e->drel, name)) == NULL) {
+      r->fatal = -ENOMEM;
+      return;
+    }
+    memset(&se, 0, sizeof(se));
+    se.name = name;
+    se.len = strlen(name);
+    se.rel = rel;
+    se.rel_len = strlen(rel);
+    if (pc__select_file(&r->sel, &se, NULL) == PC__SEL_TEMP_OURS)
+      pc__out_reap(m->fd, name, &r->start);
+    free(rel);
+  }
+}
+
+/* --output-dir: the mirror of the entry's directory, looked at when the
+ * walk moves to another directory. 0, or -1 when the run cannot go on.
+ */
+static int mirror_for(pc__run_t *r, const pc__entry_t *e) {
+  int ret = pc__mirror_at(&r->mirror, r->cfg.out_fd, e->drel);
+  if (ret < 0) {
+    r->fatal = ret;
+    return -1;
+  }
+  if (ret > 0 && r->mirror.state == PC__MIRROR_OPEN)
+    mirror_reap(r, e);
+  return r->fatal != 0 ? -1 : 0;
+}
+
 /* One entry of the walk. */
 static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   char *full = NULL, *rel = NULL;
@@ -531,6 +617,11 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   se.len = e->len;
   se.ls = e->has_ls ? &e->ls : NULL;
   se.dir = e->dir;
+  if (r->cfg.outdir) {
+    if (mirror_for(r, e) != 0)
+      return;
+    se.outs = &r->mirror.ls;
+  }
   v = pc__select_early(&r->sel, &se, e->dtype == DT_REG);
   if (v == PC__SEL_MANIFEST_TEMP && !r->cfg.dry_run)
     pc__out_reap(e->dfd, e->name, &r->start); /* a live one stays */
@@ -862,10 +953,10 @@ static int open_manifest(pc__run_t *r) {
   for (k = 0; k < r->nroots; k++)
     labels[k] = r->roots[k].label;
   /* With --force it is only judged: its records are not wanted. */
-  err = pc__prev_parse(o->force ? NULL : &r->prev, &ours,
-                       (const char *)text.data, text.len, o->formats, o->level,
-                       o->gzip_engine, o->ratio_num, o->ratio_den, labels,
-                       r->nroots, r->jobs, PC__PREV_MIN_PART);
+  err = pc__prev_parse(
+      o->force ? NULL : &r->prev, &ours, (const char *)text.data, text.len,
+      o->formats, o->level, o->gzip_engine, o->ratio_num, o->ratio_den,
+      o->output_dir, labels, r->nroots, r->jobs, PC__PREV_MIN_PART);
   if (err == -ENOMEM)
     goto out;
   if (writing && pc__manifest_ours(text.len, ours) != 0) {
@@ -927,11 +1018,75 @@ static int open_cache(pc__run_t *r) {
   return 0;
 }
 
+/* `mkdir -p DIR`: each missing directory on the way made (0777 less the
+ * umask), the last one included; ones there already (or made meanwhile by
+ * another run) are fine. What is not a directory is left for the open
+ * after to report. 0 or a negative code.
+ */
+static int make_dirs(const char *dir) {
+  char *p = pc__strdup(dir), *s;
+  int err = 0;
+
+  if (p == NULL)
+    return -ENOMEM;
+  for (s = p + 1;; s++) {
+    if (*s != '/' && *s != '\0')
+      continue;
+    if (s[-1] != '/') {
+      char c = *s;
+      *s = '\0';
+      if (mkdir(p, 0777) != 0 && errno != EEXIST)
+        err = PC__ERRNO();
+      *s = c;
+    }
+    if (*s == '\0' || err != 0)
+      break;
+  }
+  free(p);
+  return err;
+}
+
+/* --output-dir: DIR made (not by a dry run, which finds every output
+ * missing when there is none) and opened as the user names it (a symlink
+ * given is followed, as a PATH's is). The PATH itself is refused (in
+ * place has its own spelling); DIR inside the PATH is never walked. 0 or
+ * the code that keeps the run from starting.
+ */
+static int open_output_dir(pc__run_t *r) {
+  const char *dir = r->opts->output_dir;
+  struct stat st, rst;
+  uint32_t k;
+  int err;
+
+  if (!r->cfg.dry_run && (err = make_dirs(dir)) != 0 && err != -ENOTDIR)
+    return err;
+  r->cfg.out_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (r->cfg.out_fd < 0) {
+    err = PC__ERRNO();
+    return r->cfg.dry_run && err == -ENOENT ? 0 : err;
+  }
+  if (fstat(r->cfg.out_fd, &st) != 0)
+    return PC__ERRNO();
+  for (k = 0; k < r->nroots; k++)
+    if (r->roots[k].file == NULL && r->roots[k].fd >= 0 &&
+        fstat(r->roots[k].fd, &rst) == 0 && rst.st_dev == st.st_dev &&
+        rst.st_ino == st.st_ino)
+      return PC_EOUTSAME;
+  r->sel.skip_dirs[r->sel.nskip_dirs].dev = st.st_dev;
+  r->sel.skip_dirs[r->sel.nskip_dirs].ino = st.st_ino;
+  r->sel.nskip_dirs++;
+  return 0;
+}
+
 static void free_run(pc__run_t *r) {
   uint32_t k;
   size_t i;
 
   pc__walk_free(r->walk);
+  pc__mirror_free(&r->mirror);
+  pc__relset_free(&r->rels);
+  if (r->cfg.out_fd >= 0)
+    close(r->cfg.out_fd);
   pc__sched_drop(&r->sched, 1);
   free(r->slots);
   for (i = 0; i < r->nrecs; i++) {
@@ -981,6 +1136,10 @@ static void init_cfg(pc__run_t *r, const pc_options_t *opts) {
   r->cfg.follow = opts->follow;
   r->cfg.min_size = opts->min_size;
   r->cfg.fsync = opts->fsync;
+  r->cfg.outdir = opts->output_dir != NULL;
+  r->cfg.out_fd = -1;
+  r->cfg.out_label = opts->output_dir;
+  r->mirror = (pc__mirror_t)PC__MIRROR_INIT;
   atomic_init(&r->cfg.stop, 0);
   atomic_init(&r->stop_signo, 0);
   atomic_init(&r->stop_on, 0);
@@ -1037,6 +1196,11 @@ static int setup_inputs(pc__run_t *r, pc_totals_t *totals) {
     return err;
   if ((err = make_roots(r)) != 0)
     return err;
+  if (opts->output_dir != NULL && (err = open_output_dir(r)) != 0) {
+    if (totals != NULL)
+      totals->err_path = opts->output_dir;
+    return err;
+  }
   if ((err = open_manifest(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->manifest;

@@ -5,6 +5,7 @@
 #include "common.h"
 #include "dedup.h"
 #include "job.h"
+#include "outdir.h"
 #include "prev.h"
 #include "schedule.h"
 #include "select.h"
@@ -67,7 +68,10 @@ typedef struct pc__run {
   size_t prev_hint;   /* where the next lookup may be (pc__prev_next) */
   pc__mold_t man_old; /* what was at the manifest's name at the start */
   int walk_done;
-  int cache_kicked; /* pc__store_kick() called: the run's tail began */
+  int cache_kicked;    /* pc__store_kick() called: the run's tail began */
+  pc__mirror_t mirror; /* --output-dir: the walk's directory's mirror */
+  pc__relset_t rels;   /* --output-dir and more than one PATH: the paths
+                          below their PATH of the files taken so far */
 
   /* Schedule: units by size, largest first, within `jobs` and the memory
    * limit (schedule.h); a slot of the pool for each one in flight.
@@ -101,7 +105,8 @@ typedef struct pc__mdoc {
   int level[PC_NFORMATS];
   pc_gzip_engine_t gzip_engine;
   uint64_t ratio_num, ratio_den, min_size;
-  char *const *labels; /* root labels; printed when more than one */
+  const char *output_dir; /* --output-dir as given, or NULL */
+  char *const *labels;    /* root labels; printed when more than one */
   uint32_t nroots;
   pc__rec_t *recs; /* sorted in place */
   size_t nrecs;

@@ -88,7 +88,7 @@ unsigned pc__select_absent(const pc__select_t *s, const pc__sel_entry_t *e) {
   unsigned absent = 0;
   int f;
 
-  if (e->ls == NULL)
+  if (e->ls == NULL && e->outs == NULL)
     return 0;
   for (f = 0; f < PC_NFORMATS; f++) {
     const char *ext = pc_format_ext((pc_format_t)f);
@@ -99,8 +99,16 @@ unsigned pc__select_absent(const pc__select_t *s, const pc__sel_entry_t *e) {
     memcpy(key, e->name, e->len);
     key[e->len] = '.';
     memcpy(key + e->len + 1, ext, el + 1);
-    if (!listed(e->ls, key, e->len, +1)) /* NAME.ext sorts after NAME */
+    if (e->outs != NULL) {
+      /* Another directory's listing: no neighbour to start from. */
+      const char *k = key;
+      if (e->outs->n == 0 || /* names may be NULL: not for bsearch() */
+          bsearch(&k, e->outs->names, e->outs->n, sizeof(*e->outs->names),
+                  cmp_names) == NULL)
+        absent |= PC_FMT_BIT(f);
+    } else if (!listed(e->ls, key, e->len, +1)) { /* NAME.ext after NAME */
       absent |= PC_FMT_BIT(f);
+    }
   }
   return absent;
 }

@@ -40,7 +40,7 @@ typedef struct pc__select {
   int man_known;
   pc__devino_t man;
   /* Directories never entered: the cache's, should it lie in a PATH. */
-  pc__devino_t skip_dirs[2];
+  pc__devino_t skip_dirs[3]; /* and --output-dir's */
   size_t nskip_dirs;
   /* The cache's directory (cache_known): when it is a PATH itself, the
    * store's files in it (PC__STORE_FILE and SQLite's -wal, -shm,
@@ -76,8 +76,12 @@ typedef struct pc__sel_entry {
   const char *rel; /* its path below the root */
   size_t rel_len;
   const pc__listing_t *ls; /* its directory's listing; NULL for a file PATH */
-  pc__devino_t dir;        /* the directory holding it */
-  int link;                /* a symlink: the stat given is its target's */
+  /* --output-dir: the listing of the directory its outputs go to, searched
+   * whole (its `at` is not used); NULL: in place, its own directory's.
+   */
+  const pc__listing_t *outs;
+  pc__devino_t dir; /* the directory holding it */
+  int link;         /* a symlink: the stat given is its target's */
 } pc__sel_entry_t;
 
 /* Takes the options (kept, not copied) and the skip list in force (the
@@ -111,8 +115,9 @@ int pc__select_skip_dir(const pc__select_t *s, const struct stat *st);
  */
 int pc__select_in_shard(const pc__select_t *s, const char *rel, size_t len);
 
-/* The enabled formats whose output name (NAME.ext) the entry's listing
- * lacks; none without a listing (a file PATH).
+/* The enabled formats whose output name (NAME.ext) the listing of its
+ * outputs' directory (e->outs, else e->ls) lacks; none without a listing
+ * (a file PATH in place).
  */
 unsigned pc__select_absent(const pc__select_t *s, const pc__sel_entry_t *e);
 

@@ -22,7 +22,7 @@ int pc__settle_spill(pc__job_t *j, pc__fmt_t *s) {
     s->buf.len = 0;
     return 0;
   }
-  if (s->out.fd < 0 && (err = pc__out_open(&s->out, j->pdir, s->base)) != 0)
+  if (s->out.fd < 0 && (err = pc__job_out_open(j, s)) != 0)
     return err;
   err = pc__out_write(&s->out, s->buf.data, s->buf.len);
   s->buf.len = 0;
@@ -41,7 +41,7 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
    * fails on a directory); only the action reported says "created".
    */
   exists = !(j->absent & PC_FMT_BIT(f)) &&
-           fstatat(j->pdir, s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
+           fstatat(j->odir, s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && !(j->absent & PC_FMT_BIT(f)) && errno != ENOENT) {
     pc__job_fail(j, PC__ERRNO(), s->final);
     return j->err;
@@ -53,7 +53,7 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
     if (!exists || S_ISDIR(ost.st_mode))
       return 0;
     o->action = PC_ACT_REMOVE;
-    if (!j->cfg->dry_run && unlinkat(j->pdir, s->base, 0) != 0 &&
+    if (!j->cfg->dry_run && unlinkat(j->odir, s->base, 0) != 0 &&
         errno != ENOENT) {
       pc__job_fail(j, PC__ERRNO(), s->final);
       return j->err;
@@ -130,11 +130,11 @@ void pc__settle_unproven(pc__job_t *j, int f, const pc__fmt_t *s, int named) {
       base = name;
     }
   }
-  if (j->err == PC_EINTERRUPTED || j->err == -ENOENT || j->pdir < 0 ||
+  if (j->err == PC_EINTERRUPTED || j->err == -ENOENT || j->odir < 0 ||
       base == NULL || (j->absent & PC_FMT_BIT(f)) ||
-      fstatat(j->pdir, base, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
+      fstatat(j->odir, base, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
       S_ISDIR(ost.st_mode))
     return;
-  if (j->cfg->dry_run || unlinkat(j->pdir, base, 0) == 0 || errno == ENOENT)
+  if (j->cfg->dry_run || unlinkat(j->odir, base, 0) == 0 || errno == ENOENT)
     j->out[f].action = PC_ACT_REMOVE;
 }

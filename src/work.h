@@ -51,6 +51,30 @@ static inline size_t pc__job_base_off(const pc__job_t *j) {
   return slash != NULL ? (size_t)(slash + 1 - j->fullpath) : j->rel_off;
 }
 
+/* The file's directory below its root: rel[0..*len) of the result. */
+static inline const char *pc__job_reldir(const pc__job_t *j, size_t *len) {
+  size_t b = pc__job_base_off(j);
+  *len = b > j->rel_off ? b - j->rel_off - 1 : 0;
+  return j->fullpath + j->rel_off;
+}
+
+/* Opens format s's temp file in the job's output directory. With
+ * --output-dir that directory is made here when missing, by the first
+ * output written into it: a file that keeps nothing makes no directory.
+ */
+static inline int pc__job_out_open(pc__job_t *j, pc__fmt_t *s) {
+  if (j->odir < 0) {
+    size_t len;
+    const char *rel = pc__job_reldir(j, &len);
+    int fd = j->cfg->out_fd >= 0 ? pc__out_dir(j->cfg->out_fd, rel, len, 1)
+                                 : -ENOENT;
+    if (fd < 0)
+      return fd;
+    j->odir = fd;
+  }
+  return pc__out_open(&s->out, j->odir, s->base);
+}
+
 /* Records the first error and the name it is about. */
 static inline void pc__job_fail(pc__job_t *j, int err, const char *path) {
   if (j->err != 0)

@@ -14,7 +14,9 @@ file anywhere. SignalStop does the same with SIGINT and SIGTERM (a dozen each,
 with -v and --manifest): exit 130/143 within a second of the signal, no temp
 file, the outputs on disk exactly those -v reported, at most -j files
 finished after the signal, and a valid manifest marked incomplete that lists
-exactly the finished files.
+exactly the finished files. KillOutputDir kills runs with --output-dir the
+same way: the tree keeps its sources alone, every output under a final name in
+DIR decodes, and the next run completes with no temp file left in DIR.
 """
 import sys
 
@@ -228,11 +230,12 @@ class KillBase(PCTestCase):
             with open(full, "rb") as f:
                 self.assertEqual(hashlib.sha256(f.read()).digest(), self.tree.sha[rel], "source %r changed" % rel)
 
-    def check_outputs(self, outs):
-        """Every output decodes to its source's bytes (a .gz is the oracle's bytes)."""
+    def check_outputs(self, outs, root=None):
+        """Every output decodes to its source's bytes (a .gz is the oracle's bytes); the
+        outputs' rels are below root (bytes; default: the tree, in place)."""
         zst = []
         for rel, (src, fmt) in sorted(outs.items()):
-            full = os.path.join(self.bw, rel)
+            full = os.path.join(root or self.bw, rel)
             data = self.tree.files[src]  # the current bytes: check_sources() compared them
             if fmt == "zst":
                 zst.append((full, data))
@@ -369,6 +372,94 @@ class KillAtRandom(KillBase):
               "second kills before a complete run: %d)" % (early, with_temps, temps_seen, chained))
         self.assertGreaterEqual(kills, 50, "fewer than 50 runs were killed while running")
         self.assertGreater(with_temps, 0, "no kill ever left a temp file: the kills did not land mid-write")
+
+
+class KillOutputDir(KillBase):
+    """--output-dir (issue 12 item 6): SIGKILL at random moments (gzip alone, or with brotli
+    at quality 5), DIR sometimes removed first. After each kill the tree holds its sources
+    alone, unchanged, and every output under a final name in DIR decodes to its source (a .gz
+    is the oracle's bytes; temps of ours are allowed); then a run completes: exit 0, no error
+    line, every output there, no temp file left in DIR."""
+    SEEDS = max(12, KILL_SEEDS // 4)
+
+    def setUp(self):
+        super().setUp()
+        self.out = os.path.join(os.path.dirname(self.w), "out")
+        self.bout = os.fsencode(self.out)
+
+    def scan_out(self):
+        """{output rel below DIR: (source rel, fmt)}, [temp rels]; fails on anything else."""
+        outs, temps = {}, []
+        for rel, st in walk_all(self.out).items() if os.path.isdir(self.out) else ():
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            m = OUT_RE.match(rel)
+            if m and m.group(1) in self.tree.files:
+                self.assertTrue(stat.S_ISREG(st.st_mode), "%r is not a regular file" % rel)
+                outs[rel] = (m.group(1), m.group(2).decode())
+                continue
+            base = os.path.basename(rel)
+            if TEMP_RE.match(base):
+                name = base[1:-len(b".XXXXXX.tmp")]
+                src = os.path.join(os.path.dirname(rel), OUT_RE.match(name).group(1))
+                self.assertIn(src, self.tree.files, "temp file %r of no source" % rel)
+                temps.append(rel)
+                continue
+            self.fail("unexpected entry in DIR: %r" % rel)
+        return outs, temps
+
+    def check_dir(self, temps_ok):
+        self.assertEqual(self.scan(), ({}, []), "written inside the PATH")
+        self.check_sources()
+        outs, temps = self.scan_out()
+        if not temps_ok:
+            self.assertEqual(temps, [], "temp files left in DIR")
+        self.check_outputs(outs, self.bout)
+        return outs, temps
+
+    def complete(self, args):
+        rc, _, err = self.run_to_end(["-q", "-j", str(JOBS), "--output-dir", self.out] + args + [self.w])
+        self.assertEqual(rc, 0, "the run after a kill must complete: %s\n%s" % (args, err[-3000:]))
+        self.assertEqual([l for l in err.splitlines() if l], [], "error lines: %s" % err[-3000:])
+        outs, _ = self.check_dir(temps_ok=False)
+        fmts = ("gz", "br") if "--no-brotli" not in args else ("gz",)
+        missing = [rel + b"." + f.encode() for rel in self.tree.files for f in fmts
+                   if rel + b"." + f.encode() not in outs]
+        self.assertEqual(missing[:20], [], "%d outputs missing after a complete run" % len(missing))
+
+    def test_sigkill_at_random_moments(self):
+        modes = {"gz": ["--no-brotli"], "br5": ["--brotli-quality", "5"]}
+        typical = {}
+        for mode, args in modes.items():
+            shutil.rmtree(self.out, ignore_errors=True)
+            t0 = time.monotonic()
+            self.complete(args)
+            typical[mode] = time.monotonic() - t0
+        kills = with_temps = 0
+        for seed in range(self.SEEDS):
+            r = random.Random(500 + seed)
+            mode = "br5" if seed % 3 == 2 else "gz"
+            args = modes[mode]
+            if r.random() < 0.5:
+                shutil.rmtree(self.out)  # else: over the outputs of the last complete run
+            delay = r.uniform(0.005, 0.85 * typical[mode])
+            with self.subTest(seed=seed, mode=mode, delay=round(delay, 3)):
+                p, out, err = self.start(["-j", str(JOBS), "--output-dir", self.out] + args + [self.w])
+                time.sleep(delay)
+                if p.poll() is None:
+                    p.kill()
+                    kills += 1
+                p.wait()
+                self.collect(out)
+                errtext = self.collect(err)
+                self.assertIn(p.returncode, (-signal.SIGKILL, 0), errtext)
+                _, temps = self.check_dir(temps_ok=True)
+                with_temps += bool(temps)
+            with self.subTest(seed=seed, mode=mode, step="complete"):
+                self.complete(args)
+        print("--output-dir kills: %d (%d left temp files in DIR), outputs verified: %d"
+              % (kills, with_temps, self.verified))
+        self.assertGreaterEqual(kills, self.SEEDS // 2, "too few runs were killed while running")
 
 
 class SignalStop(KillBase):

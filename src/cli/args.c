@@ -29,6 +29,7 @@ typedef enum opt_id {
   OPT_JOBS,
   OPT_MEMORY_LIMIT,
   OPT_MANIFEST,
+  OPT_OUTPUT_DIR,
   OPT_DRY_RUN,
   OPT_CHECK,
   OPT_QUIET,
@@ -74,6 +75,7 @@ static const opt_def_t opt_table[] = {
     {"jobs", 'j', 1, OPT_JOBS},
     {"memory-limit", 0, 1, OPT_MEMORY_LIMIT},
     {"manifest", 0, 1, OPT_MANIFEST},
+    {"output-dir", 0, 1, OPT_OUTPUT_DIR},
     {"dry-run", 'n', 0, OPT_DRY_RUN},
     {"check", 0, 0, OPT_CHECK},
     {"quiet", 'q', 0, OPT_QUIET},
@@ -502,6 +504,11 @@ static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
     if (*value == '\0')
       return fail(args, CLI_EUSAGE, "%s needs a file name", opt);
     o->manifest = value;
+    break;
+  case OPT_OUTPUT_DIR:
+    if (*value == '\0')
+      return fail(args, CLI_EUSAGE, "%s needs a directory name", opt);
+    o->output_dir = value;
     break;
   case OPT_DRY_RUN:
     o->dry_run = 1;

@@ -145,6 +145,22 @@ static void name_line(cli_report_t *r, const char *word, const char *name) {
   cli_put_name(stdout, name);
 }
 
+/* Starts a stdout line "WORD NAME" about the file's outputs (NAME without
+ * the extension, which the caller adds): beside the file, or with
+ * --output-dir under DIR at the file's path below its PATH.
+ */
+static void output_line(cli_report_t *r, const char *word, const pc_file_t *f) {
+  const char *dir = r->args->opts.output_dir;
+
+  if (dir == NULL) {
+    name_line(r, word, f->fullpath);
+    return;
+  }
+  name_line(r, word, dir);
+  cli_put_name(stdout, "/");
+  cli_put_name(stdout, f->path);
+}
+
 static void verbose_line(cli_report_t *r, const pc_file_t *f) {
   const char *sep = " ";
   const char *status;
@@ -209,7 +225,7 @@ static void listing_lines(cli_report_t *r, const pc_file_t *f) {
     r->listed++;
     if (!print)
       continue;
-    name_line(r, word, f->fullpath);
+    output_line(r, word, f);
     printf(".%s\n", pc_format_ext((pc_format_t)i));
   }
 }
@@ -226,7 +242,7 @@ static void removed_lines(cli_report_t *r, const pc_file_t *f) {
   for (i = 0; i < PC_NFORMATS; i++) {
     if (f->out[i].action != PC_ACT_REMOVE)
       continue;
-    name_line(r, "removed", f->fullpath);
+    output_line(r, "removed", f);
     printf(".%s\n", pc_format_ext((pc_format_t)i));
   }
 }

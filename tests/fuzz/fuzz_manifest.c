@@ -135,6 +135,9 @@ static int ref_same_options(json_t *opt, unsigned formats) {
     if (strcmp(e != NULL ? e : "zlib", "zlib") != 0)
       return 0;
   }
+  /* Written in place (no --output-dir), as this run is. */
+  if (json_object_get(opt, "output_dir") != NULL)
+    return 0;
   v = json_object_get(opt, "max_ratio");
   return json_is_number(v) && fabs(json_number_value(v) - 0.95) < 1e-12;
 }
@@ -318,7 +321,7 @@ static void load(json_t *doc, int any, int deep, unsigned formats,
   uint32_t r;
   int err;
 
-  err = pc__prev_load(&p, fd_path, formats, level, PC_GZIP_ZLIB, 95, 100,
+  err = pc__prev_load(&p, fd_path, formats, level, PC_GZIP_ZLIB, 95, 100, NULL,
                       labels, nlabels, threads, min_part);
   check(err == 0 || err == PC_EBADMANIFEST || err == PC_ENOTMANIFEST ||
         err == -ENOMEM);
@@ -395,7 +398,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   load(doc, any, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 16, 1);
   /* Judged only, as a manifest name is before it is replaced. */
   err = pc__prev_parse(NULL, &ours, (const char *)data, size, 0, NULL,
-                       PC_GZIP_ZLIB, 0, 0, NULL, 0, 1, 0);
+                       PC_GZIP_ZLIB, 0, 0, NULL, NULL, 0, 1, 0);
   check(err == 0 || err == PC_EBADMANIFEST || err == PC_ENOTMANIFEST ||
         err == -ENOMEM);
   check(ours == 0 || ours == 1);

@@ -62,7 +62,7 @@ static int load(pc__prev_t **p, unsigned threads, size_t min_part) {
   if (f == NULL || fwrite(doc, 1, len, f) != len || fclose(f) != 0)
     abort();
   return pc__prev_load(p, path, PC_FMT_BIT(PC_GZ), level, PC_GZIP_ZLIB, 95, 100,
-                       labels, 1, threads, min_part);
+                       NULL, labels, 1, threads, min_part);
 }
 
 /* The same status and, for every name f0..f(n-1) and `extra`, the same

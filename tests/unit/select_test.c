@@ -109,6 +109,28 @@ static void absent_and_size(void) {
   e = entry("a.js", NULL, 0, 0);
   EXPECT(pc__select_absent(&sel, &e) == 0); /* no listing: none known */
 
+  setup("absent outputs, --output-dir");
+  {
+    /* The mirror's listing, not the source directory's, decides; it holds
+     * no source, so the entry's place in the source listing is no hint.
+     */
+    static char *sorted_outs[] = {"a.js.br", "b.js.br", "b.js.gz", "z.css.gz"};
+    pc__listing_t outs = {sorted_outs, 4, 0}, none = {NULL, 0, 0};
+    e = entry("a.js", names, 3, 0);
+    e.outs = &outs;
+    EXPECT(pc__select_absent(&sel, &e) == PC_FMT_BIT(PC_GZ));
+    e = entry("b.js", names, 3, 2);
+    e.outs = &outs;
+    EXPECT(pc__select_absent(&sel, &e) == 0);
+    e = entry("z.css", NULL, 0, 0); /* a file PATH: the mirror still says */
+    e.outs = &outs;
+    EXPECT(pc__select_absent(&sel, &e) == PC_FMT_BIT(PC_BR));
+    e = entry("a.js", names, 3, 0); /* no mirror directory: all absent */
+    e.outs = &none;
+    EXPECT(pc__select_absent(&sel, &e) ==
+           (PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR)));
+  }
+
   setup("size");
   opts.min_size = 10;
   EXPECT(pc__select_size(&sel, 0) == PC_SKIP_EMPTY);

@@ -7,7 +7,7 @@ _precompress() {
   local opts="--no-gzip --no-brotli --zstd --formats --gzip-level --gzip-engine
     --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
     --exclude --follow --force --fsync --shard --cache-dir --cache-max-size --memory-limit
-    --jobs -j --manifest --dry-run -n --check --quiet -q --verbose -v
+    --jobs -j --manifest --output-dir --dry-run -n --check --quiet -q --verbose -v
     --progress --json --json-lines --help -h --version -V"
 
   if [[ $cword -eq 1 && $cur != -* ]]; then
@@ -41,7 +41,7 @@ _precompress() {
     --manifest)
       _filedir json
       return ;;
-    --cache-dir)
+    --cache-dir | --output-dir)
       _filedir -d
       return ;;
     --max-ratio | --min-size | --skip-ext | --include | --exclude | --shard | \
