@@ -347,6 +347,8 @@ static int open_odir(pc__job_t *j) {
     j->odir = j->pdir;
     return 0;
   }
+  if (j->odir >= 0) /* an earlier job of its unit opened or made it */
+    return 0;
   rel = pc__job_reldir(j, &len);
   fd = c->out_fd >= 0 ? pc__out_dir(c->out_fd, rel, len, 0) : -ENOENT;
   if (fd >= 0 || fd == -ENOENT) {
@@ -543,9 +545,11 @@ static void finish(pc__job_t *j, job_ctx_t *c) {
     free(c->fs[f].final);
   }
   /* Last: the temp files above were removed relative to them. */
-  if (j->odir >= 0 && j->odir != j->pdir)
-    close(j->odir);
-  j->odir = -1;
+  if (!j->odir_unit) {
+    if (j->odir >= 0 && j->odir != j->pdir)
+      close(j->odir);
+    j->odir = -1;
+  }
   if (c->own_pdir && j->pdir >= 0 && j->pdir != j->root_fd)
     close(j->pdir);
   j->pdir = -1;
@@ -573,8 +577,9 @@ static void job_run(pc__job_t *j) {
 }
 
 void pc__job_run_unit(pc__job_t *head) {
+  int shared = head->batch != NULL && head->cfg->outdir;
+  int pdir = -1, odir = -1;
   pc__job_t *j;
-  int pdir = -1;
 
   /* The unit's jobs share a directory: open it once. When that fails, each
    * job tries on its own and reports its own error.
@@ -587,8 +592,15 @@ void pc__job_run_unit(pc__job_t *head) {
       continue;
     }
     j->pdir = pdir;
+    j->odir = odir;
+    j->odir_unit = shared;
     job_run(j);
+    if (shared) /* what the job found or made, for the next one */
+      odir = j->odir;
+    j->odir = -1;
   }
+  if (odir >= 0)
+    close(odir);
   if (pdir >= 0 && pdir != head->root_fd)
     close(pdir);
 }

@@ -51,6 +51,9 @@ typedef struct pc__job {
   int odir;         /* while running: where its outputs go; pdir in place,
                        with --output-dir its mirror below out_fd (-1 while
                        missing: made by the first write, pc__job_out_open) */
+  int odir_unit;    /* odir is the unit's, kept for its next job: the
+                       mirror is opened (or made) once per directory's unit,
+                       not once per file */
   char *fullpath;   /* owned; the name on disk */
   size_t rel_off;   /* the path relative to its root starts here */
   int via_link;     /* the walk saw a symlink to a file: open through it */
