@@ -1019,7 +1019,7 @@ int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
                   const unsigned char *mem, int fd, uint64_t len,
                   uint64_t limit) {
   op_t *o = NULL;
-  XXH3_state_t *s = NULL;
+  unsigned char *head;
   XXH128_hash_t h;
   uint64_t n = kept ? len : 0, done = 0;
   int ok = 0, reserved = 0;
@@ -1032,23 +1032,28 @@ int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
     reserved = 1;
   }
   uv_mutex_unlock(&c->mu);
-  /* One block for the op and its bytes: one malloc here and one free on
-   * the writer, whose CPU is a cold run's whole cost over a plain one.
+  /* One block for the op and, after it, what the checksum covers laid out
+   * in its order (key, lim, bytes): one malloc here, one free on the
+   * writer, and the checksum in one call with no state to allocate
+   * (entry_sum_start()'s stream over the same bytes gives the same sum).
    */
-  if (!reserved || (o = malloc(sizeof(*o) + (size_t)n)) == NULL ||
-      (s = XXH3_createState()) == NULL)
+  if (!reserved || (o = malloc(sizeof(*o) + KEYLEN + 8 + (size_t)n)) == NULL)
     goto out;
   memset(o, 0, sizeof(*o));
-  o->data = n > 0 ? (unsigned char *)(o + 1) : NULL;
+  head = (unsigned char *)(o + 1);
+  o->data = n > 0 ? head + KEYLEN + 8 : NULL;
   o->kind = OP_PUT;
   o->len = n;
   o->lim = kept ? -1 : (limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
   make_key(c, k, o->key);
+  memcpy(head, o->key, KEYLEN);
+  put64(head + KEYLEN, (uint64_t)o->lim);
   if (mem != NULL) {
-    memcpy(o->data, mem, (size_t)n);
+    memcpy(head + KEYLEN + 8, mem, (size_t)n);
   } else {
     while (done < n) {
-      ssize_t r = pread(fd, o->data + done, (size_t)(n - done), (off_t)done);
+      ssize_t r =
+          pread(fd, head + KEYLEN + 8 + done, (size_t)(n - done), (off_t)done);
       if (r < 0 && errno == EINTR)
         continue;
       if (r <= 0)
@@ -1056,15 +1061,12 @@ int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
       done += (uint64_t)r;
     }
   }
-  entry_sum_start(s, o->key, o->lim);
-  XXH3_128bits_update(s, o->data != NULL ? o->data : (unsigned char *)"", n);
-  h = XXH3_128bits_digest(s);
+  h = XXH3_128bits(head, KEYLEN + 8 + (size_t)n);
   sum_bytes(&h, o->sum);
   enqueue(c, o);
   o = NULL;
   ok = 1;
 out:
-  XXH3_freeState(s);
   free(o);
   if (!ok && reserved) {
     uv_mutex_lock(&c->mu);
