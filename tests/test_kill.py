@@ -199,11 +199,14 @@ class KillBase(PCTestCase):
 
     # -- checking ------------------------------------------------------------
 
-    def scan(self):
-        """{output rel: (source rel, fmt)}, [temp rels]; fails on anything else."""
+    def scan(self, root=None):
+        """{output rel: (source rel, fmt)}, [temp rels] in the tree, or below `root` (an
+        output directory, where no source belongs); fails on anything else."""
+        in_tree = root is None
+        root = self.w if in_tree else root
         outs, temps = {}, []
-        for rel, st in walk_all(self.w).items():
-            if stat.S_ISDIR(st.st_mode) or rel in self.tree.files:
+        for rel, st in walk_all(root).items() if os.path.isdir(root) else ():
+            if stat.S_ISDIR(st.st_mode) or (in_tree and rel in self.tree.files):
                 continue
             m = OUT_RE.match(rel)
             if m and m.group(1) in self.tree.files:
@@ -218,7 +221,7 @@ class KillBase(PCTestCase):
                 self.assertIn(src, self.tree.files, "temp file %r of no source" % rel)
                 temps.append(rel)
                 continue
-            self.fail("unexpected entry in the tree: %r" % rel)
+            self.fail("unexpected entry in %s: %r" % ("the tree" if in_tree else "DIR", rel))
         return outs, temps
 
     def check_sources(self):
@@ -387,31 +390,10 @@ class KillOutputDir(KillBase):
         self.out = os.path.join(os.path.dirname(self.w), "out")
         self.bout = os.fsencode(self.out)
 
-    def scan_out(self):
-        """{output rel below DIR: (source rel, fmt)}, [temp rels]; fails on anything else."""
-        outs, temps = {}, []
-        for rel, st in walk_all(self.out).items() if os.path.isdir(self.out) else ():
-            if stat.S_ISDIR(st.st_mode):
-                continue
-            m = OUT_RE.match(rel)
-            if m and m.group(1) in self.tree.files:
-                self.assertTrue(stat.S_ISREG(st.st_mode), "%r is not a regular file" % rel)
-                outs[rel] = (m.group(1), m.group(2).decode())
-                continue
-            base = os.path.basename(rel)
-            if TEMP_RE.match(base):
-                name = base[1:-len(b".XXXXXX.tmp")]
-                src = os.path.join(os.path.dirname(rel), OUT_RE.match(name).group(1))
-                self.assertIn(src, self.tree.files, "temp file %r of no source" % rel)
-                temps.append(rel)
-                continue
-            self.fail("unexpected entry in DIR: %r" % rel)
-        return outs, temps
-
     def check_dir(self, temps_ok):
         self.assertEqual(self.scan(), ({}, []), "written inside the PATH")
         self.check_sources()
-        outs, temps = self.scan_out()
+        outs, temps = self.scan(self.out)
         if not temps_ok:
             self.assertEqual(temps, [], "temp files left in DIR")
         self.check_outputs(outs, self.bout)
