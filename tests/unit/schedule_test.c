@@ -60,7 +60,7 @@ static void finish(pc__sched_t *s, unsigned k) {
   pc__job_free(j);
 }
 
-/* Four big files (two 64 MiB, two 32 MiB at brotli 11: 76 and 72 MiB)
+/* Four big files (two 64 MiB, two 32 MiB, estimated at 76 and 72 MiB)
  * and small units; the oldest in flight finishes first. Returns the most
  * big units that were in flight at once.
  */
