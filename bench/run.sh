@@ -99,7 +99,9 @@ setup_tools() {
     if [[ ! -x $TOOLS/gen || $HERE/gen.c -nt $TOOLS/gen ]]; then
         cc -O2 -std=c11 -o "$TOOLS/gen" "$HERE/gen.c" || die "cannot build bench/gen.c"
     fi
-    if [[ ! -x $TOOLS/floor || $HERE/floor.c -nt $TOOLS/floor ]]; then
+    # (also when a floor built from another tree has no `codec --threads`)
+    if [[ ! -x $TOOLS/floor || $HERE/floor.c -nt $TOOLS/floor ]] ||
+        ! "$TOOLS/floor" 2>&1 | grep -q -- 'codec \[--gzip\] \[--brotli\] \[--threads N\]'; then
         cc -O2 -std=c11 -pthread -o "$TOOLS/floor" "$HERE/floor.c" -lz -lbrotlienc "${xx[@]}" ||
             die "cannot build bench/floor.c (needs zlib1g-dev libbrotli-dev)"
     fi
@@ -480,13 +482,24 @@ bench_incremental() { # corpus corpusdir fmtargs(string) formats
     fi
 }
 
-# Floors: codec CPU on the distinct contents (once), I/O loop (RUNS times).
+# Floors: codec CPU on the distinct contents (once on every core, once on one
+# thread), I/O loop (RUNS times). The floor is the run on every core: two
+# codecs at once each take more CPU than one alone (shared caches, memory
+# bandwidth), and every tool here keeps the cores busy. Right after the
+# tools, since the machine's speed drifts between minutes.
 bench_floors() { # corpus corpusdir codec-flags...
     local c=$1 src=$2 i d
     shift 2
-    say "bench: $c: codec floor ($*)"
-    "$TOOLS/floor" codec "$@" "$src" >"$RESDIR/$c.codec" 2>"$LOGDIR/$c.floor.log" ||
-        die "floor codec failed on $c (see $LOGDIR/$c.floor.log)"
+    say "bench: $c: codec floor on ${NPROC} threads ($*)"
+    "$TOOLS/floor" codec --threads "$NPROC" "$@" "$src" >"$RESDIR/$c.codec" 2>"$LOGDIR/$c.floor.log" ||
+        die "floor codec --threads $NPROC failed on $c (see $LOGDIR/$c.floor.log)"
+    if ((NPROC > 1)); then
+        say "bench: $c: codec floor on one thread ($*)"
+        "$TOOLS/floor" codec --threads 1 "$@" "$src" >"$RESDIR/$c.codec1" 2>>"$LOGDIR/$c.floor.log" ||
+            die "floor codec --threads 1 failed on $c (see $LOGDIR/$c.floor.log)"
+    else
+        cp "$RESDIR/$c.codec" "$RESDIR/$c.codec1"
+    fi
     : >"$RESDIR/$c.io.samples"
     for ((i = 1; i <= RUNS; i++)); do
         fresh_copy "$src"
@@ -520,6 +533,13 @@ report_corpus() { # corpus corpusdir
     slowest=${slowest:-0}
     slowest_file=$(sed -n 's/^slowest_file=//p' "$RESDIR/$c.codec")
     dbytes=$(kv distinct_bytes "$RESDIR/$c.codec")
+    # the bare codecs on every core (above, the floor) against one thread
+    local cpu_n cpu_1 cpu_pct bare_wall
+    cpu_n=$(awk -v g="$gz_cpu" -v b="$br_cpu" 'BEGIN {printf "%.2f", g+b}')
+    cpu_1=$(awk -v g="$(kv gzip_cpu "$RESDIR/$c.codec1")" -v b="$(kv brotli_cpu "$RESDIR/$c.codec1")" \
+        'BEGIN {printf "%.2f", g+b}')
+    cpu_pct=$(awk -v a="$cpu_n" -v b="$cpu_1" 'BEGIN {if (b > 0) printf "%+.1f%%", 100*(a/b-1); else print "-"}')
+    bare_wall=$(kv wall "$RESDIR/$c.codec")
     io=$(sed -n 's/.*io_wall=\([0-9.]*\).*/\1/p' "$RESDIR/$c.io.samples" | median)
 
     # the base row for each formats group: our main run
@@ -528,6 +548,12 @@ report_corpus() { # corpus corpusdir
     base_gz=$(awk -F'\t' '$1=="pc-gz" {print $4}' "$rows")
     local base_bytes
     base_bytes=$(awk -F'\t' '$1=="pc" || $1=="pc-gz" {print $8; exit}' "$rows")
+    # precompress's row with the formats the codec floor ran
+    local base_main=$base_gz main_fmt=gzip
+    if [[ $br_cpu != 0.000 ]]; then
+        base_main=$base_gzbr
+        main_fmt=gzip+brotli
+    fi
 
     # The practical floor: no run ends before codec CPU / cores, nor before
     # its slowest file's codecs are done (one file's formats run in one job).
@@ -574,9 +600,12 @@ report_corpus() { # corpus corpusdir
             "gzip ${pf_gz} s$([[ $br_cpu != 0.000 ]] && echo ", gzip+brotli ${pf_gzbr} s")."
         echo
         echo "Floors: codec CPU on the distinct contents: gzip ${gz_cpu} s, brotli ${br_cpu} s" \
-            "(one thread, bare zlib/libbrotli calls); codec floor wall = CPU / ${NPROC} cores:" \
+            "(${NPROC} threads, bare zlib/libbrotli calls); codec floor wall = CPU / ${NPROC} cores:" \
             "gzip ${cf_gz} s$([[ $br_cpu != 0.000 ]] && echo ", gzip+brotli ${cf_gzbr} s");" \
             "I/O floor (read + write one output per file via temp, fchmod, futimens, rename; one thread): ${io} s."
+        echo
+        echo "Codec CPU ${cpu_n} s on ${NPROC} threads (${cpu_1} s on one thread: ${cpu_pct} when the cores share the machine);" \
+            "bare codecs on ${NPROC} threads, largest first: wall ${bare_wall} s."
         echo
         if [[ -n $base_gzbr && $base_gzbr != - && $br_cpu != 0.000 ]]; then
             echo "- precompress gzip+brotli / codec floor: $(awk -v a="$base_gzbr" -v b="$cf_gzbr" 'BEGIN {printf "%.2fx", a/b}')" \
@@ -585,6 +614,10 @@ report_corpus() { # corpus corpusdir
         if [[ -n $base_gz && $base_gz != - ]]; then
             echo "- precompress gzip / codec floor: $(awk -v a="$base_gz" -v b="$cf_gz" 'BEGIN {printf "%.2fx", a/b}')" \
                 "; / (I/O floor + codec floor): $(awk -v a="$base_gz" -v b="$cf_gz" -v c="$io" 'BEGIN {printf "%.2fx", a/(b+c)}')"
+        fi
+        if [[ -n $base_main && $base_main != - ]]; then
+            echo "- precompress ${main_fmt} / bare-codec run (${bare_wall} s on ${NPROC} threads, largest first):" \
+                "$(awk -v a="$base_main" -v b="$bare_wall" 'BEGIN {if (b > 0) printf "%.2fx", a/b; else print "-"}')"
         fi
     } >"$RESDIR/$c.md"
     # for the checks
