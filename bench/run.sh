@@ -100,8 +100,10 @@ setup_tools() {
         cc -O2 -std=c11 -o "$TOOLS/gen" "$HERE/gen.c" || die "cannot build bench/gen.c"
     fi
     # (also when a floor built from another tree has no `codec --threads`)
-    if [[ ! -x $TOOLS/floor || $HERE/floor.c -nt $TOOLS/floor ]] ||
-        ! "$TOOLS/floor" 2>&1 | grep -q -- 'codec \[--gzip\] \[--brotli\] \[--threads N\]'; then
+    local floor_usage=""
+    [[ -x $TOOLS/floor ]] && floor_usage=$("$TOOLS/floor" 2>&1 || true)
+    if [[ ! -x $TOOLS/floor || $HERE/floor.c -nt $TOOLS/floor ||
+        $floor_usage != *"codec [--gzip] [--brotli] [--threads N]"* ]]; then
         cc -O2 -std=c11 -pthread -o "$TOOLS/floor" "$HERE/floor.c" -lz -lbrotlienc "${xx[@]}" ||
             die "cannot build bench/floor.c (needs zlib1g-dev libbrotli-dev)"
     fi
