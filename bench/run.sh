@@ -2,7 +2,7 @@
 # bench/run.sh: precompress against its peers on four corpora, with the codec
 # and I/O floors. Run by a developer, never by `meson test`. See bench/README.md.
 #
-#   bench/run.sh                     full run (about 52 min on 2 cores)
+#   bench/run.sh                     full run (about 55 min on 2 cores)
 #   QUICK=1 RUNS=1 bench/run.sh      every corpus ~10x smaller: a quick check
 #
 # Environment:
@@ -104,7 +104,7 @@ setup_tools() {
     [[ -x $TOOLS/floor ]] && floor_usage=$("$TOOLS/floor" 2>&1 || true)
     if [[ ! -x $TOOLS/floor || $HERE/floor.c -nt $TOOLS/floor ||
         $floor_usage != *"codec [--gzip] [--brotli] [--threads N]"* ]]; then
-        cc -O2 -std=c11 -pthread -o "$TOOLS/floor" "$HERE/floor.c" -lz -lbrotlienc "${xx[@]}" ||
+        cc -O2 -std=c11 -Wall -Wextra -pthread -o "$TOOLS/floor" "$HERE/floor.c" -lz -lbrotlienc "${xx[@]}" ||
             die "cannot build bench/floor.c (needs zlib1g-dev libbrotli-dev)"
     fi
 
