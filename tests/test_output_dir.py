@@ -26,7 +26,7 @@ import shutil
 import stat
 
 from pctest import (PCTestCase, classify, decode, expected_outputs, fsb, have_zstd_build, listing,
-                    load_manifest, main, run, temp_leftovers, walk_all, words_data)
+                    load_json_strict, load_manifest, main, run, temp_leftovers, walk_all, words_data)
 
 
 def files_of(root):
@@ -174,6 +174,28 @@ class Outputs(OutputDirBase):
         self.assertIn("removed %s/index.html.gz" % self.out, r.out_lines)
         self.assertIn("removed %s/index.html.br" % self.out, r.out_lines)
         self.assertTrue(os.path.exists(os.path.join(self.src, "x.js.gz")))
+
+    def test_json_lines_say_where_the_outputs_are(self):
+        r = run(["--json-lines", "--output-dir", self.out, self.src])
+        self.assertEqual(r.rc, 0, r)
+        lines = [load_json_strict(l) for l in r.out_lines]
+        summary = lines[-1]
+        self.assertEqual(summary["type"], "summary")
+        self.assertEqual(summary["output_dir"], self.out)
+        kept = 0
+        for line in lines[:-1]:
+            for fmt, o in line["outputs"].items():
+                full = os.path.join(summary["output_dir"], line["path"] + "." + fmt)
+                if o["state"] != "kept":
+                    self.assertFalse(os.path.lexists(full), full)
+                    continue
+                kept += 1
+                with open(os.path.join(line["root"], line["path"]), "rb") as f:
+                    self.assertTrue(decode(fmt, full) == f.read(), full)
+        self.assertEqual(kept, len(expected_outputs(classify(self.src))))
+        # In place, the summary has no such member: the outputs are beside the files.
+        r = run(["--json", "-n", self.src])
+        self.assertNotIn("output_dir", r.summary())
 
     def test_file_path(self):
         self.run_ok(["-q", "--output-dir", self.out, os.path.join(self.src, "css", "app.css")])

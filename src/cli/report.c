@@ -598,6 +598,9 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
     printf("%" PRIu64, r->mem.found);
   printf(",\"peak_estimate\":%" PRIu64 ",\"ran_alone\":%" PRIu64 "}",
          t->mem_peak, t->ran_alone);
+  /* Where a file's outputs are: DIR/path.EXT, path as its line gives it. */
+  if (r->args->opts.output_dir != NULL)
+    json_name_member("output_dir", r->args->opts.output_dir);
   printf(",\"dry_run\":%s,\"wall_s\":%.3f,\"cpu_s\":%.3f,\"exit\":%d}\n",
          r->args->opts.dry_run ? "true" : "false", wall_s, cpu_s, exit_status);
 }
