@@ -103,7 +103,10 @@ static int skipped_name(const char *name) {
 
 static double now(clockid_t c) {
   struct timespec ts;
-  clock_gettime(c, &ts);
+  if (clock_gettime(c, &ts) != 0) {
+    perror("floor: clock_gettime");
+    exit(1);
+  }
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -218,24 +221,6 @@ static void *xmalloc(size_t n) {
   return p;
 }
 
-static double cpu_now(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
-    perror("floor: clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    exit(1);
-  }
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double wall_now(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) {
-    perror("floor: clock_gettime(CLOCK_MONOTONIC)");
-    exit(1);
-  }
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Takes contents off the shared queue until it is empty: each content read
  * here (and freed before the next), its gzip then its brotli on this thread,
  * as one precompress job runs them. */
@@ -264,7 +249,7 @@ static void *codec_worker(void *arg) {
       if (cap > UINT_MAX)
         cap = UINT_MAX;
       unsigned char *out = xmalloc(cap);
-      double t0 = cpu_now();
+      double t0 = now(CLOCK_THREAD_CPUTIME_ID);
       int rc = deflateReset(&zs);
       if (rc == Z_OK) {
         zs.next_in = in;
@@ -273,7 +258,7 @@ static void *codec_worker(void *arg) {
         zs.avail_out = (uInt)cap;
         rc = deflate(&zs, Z_FINISH);
       }
-      double dt = cpu_now() - t0;
+      double dt = now(CLOCK_THREAD_CPUTIME_ID) - t0;
       if (rc != Z_STREAM_END) {
         fprintf(stderr, "floor: deflate failed on %s (%d)\n", path, rc);
         exit(1);
@@ -289,10 +274,10 @@ static void *codec_worker(void *arg) {
         cap = len + 1024;
       unsigned char *out = xmalloc(cap);
       size_t outlen = cap;
-      double t0 = cpu_now();
+      double t0 = now(CLOCK_THREAD_CPUTIME_ID);
       int ok = BrotliEncoderCompress(11, 22, BROTLI_MODE_GENERIC, len, in,
                                      &outlen, out);
-      double dt = cpu_now() - t0;
+      double dt = now(CLOCK_THREAD_CPUTIME_ID) - t0;
       if (!ok) {
         fprintf(stderr, "floor: brotli failed on %s\n", path);
         exit(1);
@@ -402,7 +387,7 @@ static int codec(int argc, char **argv) {
     fprintf(stderr, "floor: out of memory\n");
     return 1;
   }
-  double w0 = wall_now();
+  double w0 = now(CLOCK_MONOTONIC);
   if (threads == 1) {
     codec_worker(&tl[0]);
   } else {
@@ -421,7 +406,7 @@ static int codec(int argc, char **argv) {
       }
     }
   }
-  double wall = wall_now() - w0;
+  double wall = now(CLOCK_MONOTONIC) - w0;
 
   struct tally sum = {0};
   for (long t = 0; t < threads; t++) {
