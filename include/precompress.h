@@ -34,10 +34,17 @@ extern "C" {
  * (Releases numbered 1.0 and 1.1 before this rule made no such promise;
  * 0.9 replaces them.)
  */
+/* The one place the version is written: meson.build, the Python package and
+ * dist/release.sh read these three lines (dist/version.py). */
 #define PC_VERSION_MAJOR 0
 #define PC_VERSION_MINOR 9
 #define PC_VERSION_PATCH 0
-#define PC_VERSION_STRING "0.9.0"
+#define PC_VERSION_NUMBER                                                      \
+  (PC_VERSION_MAJOR * 10000 + PC_VERSION_MINOR * 100 + PC_VERSION_PATCH)
+#define PC__QUOTE(x) #x
+#define PC__EXPAND_AND_QUOTE(x) PC__QUOTE(x)
+#define PC_VERSION_STRING                                                      \
+  PC__EXPAND_AND_QUOTE(PC_VERSION_MAJOR.PC_VERSION_MINOR.PC_VERSION_PATCH)
 
 /* Error codes. System errors are negated errno values (-ENOENT, ...), the
  * same numbers libuv uses on Unix. The library's own start at -4000.
@@ -364,6 +371,13 @@ PC_EXTERN void pc_default_memory_limit(pc_memlimit_t *m);
 
 /* 1 if this build can write f. */
 PC_EXTERN int pc_format_available(pc_format_t f);
+
+/* The library's own version, as it was built: PC_VERSION_NUMBER and
+ * PC_VERSION_STRING of the header it was built with, which a program may
+ * compare with the header it was built against. Static storage.
+ */
+PC_EXTERN unsigned pc_version(void);
+PC_EXTERN const char *pc_version_string(void);
 
 /* Version strings of the libraries linked in ("zlib 1.2.13, brotli 1.0.9,
  * libuv 1.44.2, zstd 1.5.4"). Static storage.

@@ -32,15 +32,19 @@ SETUP_ARGS = ["--buildtype=release", "-Dstatic=true", "-Dtests=false"]
 
 
 def _project():
-    """Name, version (meson.build's, the one source) and summary."""
+    """Name, version (include/precompress.h's, the one source) and summary."""
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         text = f.read().decode()
     if tomllib:
         project = tomllib.loads(text)["project"]
     else:
         project = dict(re.findall(r'^(name|description) = "([^"]*)"$', text, re.M))
-    with open(os.path.join(ROOT, "meson.build")) as f:
-        version = re.search(r"^\s*version:\s*'([^']+)'", f.read(), re.M).group(1)
+    sys.path.insert(0, os.path.join(ROOT, "dist"))
+    try:
+        import version as version_py
+    finally:
+        sys.path.pop(0)
+    version = version_py.read(os.path.join(ROOT, "include", "precompress.h"))
     return project["name"], version, project.get("description", "")
 
 

@@ -193,6 +193,10 @@ static void versions_fill(void) {
   (void)n;
 }
 
+unsigned pc_version(void) { return PC_VERSION_NUMBER; }
+
+const char *pc_version_string(void) { return PC_VERSION_STRING; }
+
 const char *pc_library_versions(void) {
   uv_once(&versions_once, versions_fill);
   return versions;

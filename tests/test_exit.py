@@ -117,6 +117,11 @@ class Usage(PCTestCase):
         r = run(["--version"])
         self.assertEqual(r.rc, 0, r)
         self.assertRegex(r.out, r"^precompress \d+\.\d+\.\d+ \(zlib [^,]+, brotli [^,]+, libuv [^,)]+(, zstd [^)]+)?\)\n$")
+        # The one version: include/precompress.h's, as dist/version.py reads it for meson, the
+        # wheel and the release script.
+        version = subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "dist", "version.py")],
+                                 stdout=subprocess.PIPE, check=True, text=True).stdout.strip()
+        self.assertEqual(r.out.split()[1], version, r)
 
     def test_help_lists_every_option_of_the_reference(self):
         """The options are those of man/options.md (read by gen_options.py's own parser), not a

@@ -403,7 +403,7 @@ static int prepare(cli_args_t *args, int argc, char **argv, int *status) {
     return 1;
   }
   if (args->action == CLI_ACTION_VERSION) {
-    printf("precompress %s (%s)\n", PC_VERSION_STRING, pc_library_versions());
+    printf("precompress %s (%s)\n", pc_version_string(), pc_library_versions());
     *status = EXIT_OK;
     return 1;
   }

@@ -373,6 +373,9 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  /* The library reports the version of the header it was built with. */
+  CHECK(pc_version() == PC_VERSION_NUMBER);
+  CHECK(strcmp(pc_version_string(), PC_VERSION_STRING) == 0);
   test_handler_survives(argv[1]);
   test_stop(0);
   test_stop(1);
