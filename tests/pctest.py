@@ -597,6 +597,74 @@ class PCTestCase(unittest.TestCase):
                 self.assertEqual(decode(fmt, full), f.read(), "%r does not decode to its source" % rel)
 
 
+# ----------------------------------------------------------------------------
+# A clean Debian root file system (debootstrap), for what must run on a machine
+# that has nothing of this one's: a recipe's build lines, a wheel installed with no
+# compiler, a release binary with no libraries.
+# ----------------------------------------------------------------------------
+
+DEBIAN_MIRROR = os.environ.get("PC_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+# Made roots are kept as tarballs here, by suite and package list, so a second test (or
+# the next CI run on the same machine) unpacks one instead of bootstrapping again.
+ROOTS_CACHE = os.environ.get("PC_ROOTS_CACHE", "/var/tmp/precompress-test-roots")
+
+
+def debian_root(dest, include=(), suite="bookworm"):
+    """A Debian `suite` (minbase) root at dest, with the packages include and what they
+    depend on, as a fresh machine of that release has it: no compiler, no -dev package
+    unless asked for. Needs root and debootstrap (.ci/deps slow); skips the test without
+    them. Made once per (suite, include) and kept as a tarball in ROOTS_CACHE; the
+    tarball is made under an exclusive lock, so tests running at once wait for one
+    debootstrap instead of each running their own."""
+    import fcntl
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("a Debian root needs root (debootstrap, chroot)")
+    for tool in ("debootstrap", "chroot"):
+        if shutil.which(tool) is None:
+            raise unittest.SkipTest("%s is missing (.ci/deps slow)" % tool)
+    pkgs = sorted(set(include))
+    key = hashlib.sha256(("%s %s %s" % (suite, DEBIAN_MIRROR, " ".join(pkgs))).encode()).hexdigest()[:16]
+    os.makedirs(ROOTS_CACHE, mode=0o700, exist_ok=True)
+    tarball = os.path.join(ROOTS_CACHE, "%s-%s.tar" % (suite, key))
+    with open(os.path.join(ROOTS_CACHE, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(tarball):
+            work = tempfile.mkdtemp(prefix="debootstrap-", dir=ROOTS_CACHE)
+            try:
+                cmd = ["debootstrap", "--variant=minbase"]
+                if pkgs:
+                    cmd.append("--include=" + ",".join(pkgs))
+                p = subprocess.run(cmd + [suite, os.path.join(work, "root"), DEBIAN_MIRROR],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1200)
+                if p.returncode != 0:
+                    raise AssertionError("debootstrap %s failed:\n%s"
+                                         % (suite, p.stdout.decode(errors="replace")[-4000:]))
+                shutil.rmtree(os.path.join(work, "root", "var/cache/apt/archives"), ignore_errors=True)
+                subprocess.run(["tar", "-C", os.path.join(work, "root"), "-cf", tarball + ".part", "."],
+                               check=True)
+                os.replace(tarball + ".part", tarball)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(dest, exist_ok=True)
+    subprocess.run(["tar", "-C", dest, "-xf", tarball], check=True)
+    # Name lookups in the root as on a machine with a network (apt-get inside it).
+    if os.path.exists("/etc/resolv.conf"):
+        shutil.copyfile("/etc/resolv.conf", os.path.join(dest, "etc", "resolv.conf"))
+    return dest
+
+
+def in_root(root, script, env=None, timeout=900, user=None):
+    """Run the shell script with /bin/sh -c inside root (chroot), /proc and /dev/pts not
+    mounted: what a program there needs beyond its files is exactly what it must do
+    without. Returns the CompletedProcess (stdout and stderr together, as text)."""
+    base = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
+            "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
+    base.update(env or {})
+    cmd = ["chroot"] + (["--userspec=%s" % user] if user else []) + [root, "/bin/sh", "-c", script]
+    return subprocess.run(cmd, env=base, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, timeout=timeout, text=True, errors="replace")
+
+
 def require_program():
     if not PROGRAM:
         print("PRECOMPRESS is not set: run through `meson test` or set PRECOMPRESS=path/to/precompress")

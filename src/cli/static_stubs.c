@@ -1,0 +1,40 @@
+/* -Dstatic=true only: the two calls in the static archives that would make a
+ * static glibc program load shared objects at run time, replaced.
+ *
+ * SQLite's unix VFS can dlopen() an extension (sqlite3_load_extension, which
+ * precompress never enables) and libuv's uv_os_get_passwd() calls
+ * getpwuid_r(), which goes through NSS modules (precompress never asks for
+ * a user's entry). Linked with -Wl,--wrap=dlopen,--wrap=getpwuid_r, every
+ * reference in any archive lands here instead, so the binary holds no path
+ * to dlopen() at all: it runs the same in an empty root, where there is no
+ * /etc/nsswitch.conf and no libc.so, and never loads the host's libraries,
+ * whose glibc may differ from the one linked in. The link then has no
+ * "requires at runtime the shared libraries" warning either.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+void *__wrap_dlopen(const char *file, int mode);
+int __wrap_getpwuid_r(uid_t uid, struct passwd *pwd, char *buf, size_t buflen,
+                      struct passwd **result);
+
+/* As dlopen() does when the object cannot be loaded. */
+void *__wrap_dlopen(const char *file, int mode) {
+  (void)file;
+  (void)mode;
+  return NULL;
+}
+
+/* As getpwuid_r() does for a uid no database knows: no entry, error 0 would
+ * mean "not found" too, but ENOENT tells a caller why. */
+int __wrap_getpwuid_r(uid_t uid, struct passwd *pwd, char *buf, size_t buflen,
+                      struct passwd **result) {
+  (void)uid;
+  (void)pwd;
+  (void)buf;
+  (void)buflen;
+  *result = NULL;
+  return ENOENT;
+}
