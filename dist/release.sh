@@ -84,7 +84,6 @@ machine_file() {
       echo "c = '$tri-gcc'"
       echo "ar = '$tri-gcc-ar'"
       echo "strip = '$tri-strip'"
-      echo "exe_wrapper = 'qemu-$arch-static'"
     fi
     echo "pkg-config = 'pkg-config'"
     echo "[built-in options]"
