@@ -85,7 +85,7 @@ machine_file() {
       echo "ar = '$tri-gcc-ar'"
       echo "strip = '$tri-strip'"
     fi
-    echo "pkg-config = 'pkg-config'"
+    echo "pkgconfig = 'pkg-config'"
     echo "[built-in options]"
     echo "c_args = ['-I$prefix/usr/include', '-I$prefix/usr/include/$tri']"
     echo "c_link_args = ['-L$prefix/usr/lib/$tri', '-L$prefix/usr/lib']"
