@@ -92,6 +92,8 @@ machine_file() {
     echo "pkg_config_path = []"
     echo "[properties]"
     echo "pkg_config_libdir = ['$prefix/usr/lib/$tri/pkgconfig', '$prefix/usr/share/pkgconfig']"
+    # meson.build's find_library() (zopfli, which has no .pc) looks here first.
+    echo "lib_dirs = ['$prefix/usr/lib/$tri', '$prefix/usr/lib']"
     if [ $cross = 1 ]; then
       echo "[host_machine]"
       echo "system = 'linux'"
@@ -112,9 +114,6 @@ build_one() {
   cross=$(machine_file "$arch" "$prefix" "$mf")
   step "$arch: build"
   if [ "$cross" = 1 ]; then mfopt=(--cross-file "$mf"); else mfopt=(--native-file "$mf"); fi
-  # LIBRARY_PATH: where meson's find_library() looks first (zopfli has no
-  # .pc file, and a cross gcc's own search path has the host's /usr/lib).
-  export LIBRARY_PATH="$prefix/usr/lib/$(triplet "$arch"):$prefix/usr/lib"
   PKG_CONFIG_LIBDIR="$prefix/usr/lib/$(triplet "$arch")/pkgconfig" \
     meson setup "$build" "$work/src" "${mfopt[@]}" --buildtype=release -Db_lto=true \
     -Dstatic=true -Dtests=false -Dzstd=enabled -Dlibdeflate=enabled -Dzopfli=enabled >"$work/setup-$arch.log" 2>&1 ||
