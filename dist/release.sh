@@ -216,7 +216,7 @@ if [ "${PC_RELEASE_IMAGE:-1}" != 0 ]; then
   image
 fi
 step "SHA256SUMS"
-(cd "$out" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | sort |
-  xargs sha256sum >SHA256SUMS.part && mv SHA256SUMS.part SHA256SUMS)
+(cd "$out" && find . -maxdepth 1 -type f -printf '%f\n' | sort | xargs sha256sum >"$work/SHA256SUMS")
+mv "$work/SHA256SUMS" "$out/SHA256SUMS"
 echo "release.sh: precompress $version ($commit) in $out, $(($(date +%s) - started)) s:" >&2
 (cd "$out" && ls -l --time-style=+ | tail -n +2 | awk '{print "  " $5 "\t" $NF}') >&2
