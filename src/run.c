@@ -81,6 +81,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
 
   if (r->opts->on_file != NULL) {
     pc_file_t file;
+    memset(&file, 0, sizeof(file)); /* out[] past PC_NFORMATS: unused */
     file.root = r->roots[rec->root].label;
     file.path = rec->path;
     file.fullpath = full;
@@ -93,7 +94,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.alone = rec->alone;
     file.err = rec->err;
     file.err_path = err_path;
-    memcpy(file.out, rec->out, sizeof(file.out));
+    memcpy(file.out, rec->out, sizeof(rec->out));
     r->opts->on_file(r->opts->data, &file);
   }
 
