@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""action.yml (the GitHub Action), run here as GitHub would.
+"""action.yml (the GitHub Action) and .github/workflows/release.yml, run here as GitHub would.
 
 The action's steps run on tests/gha.py's emulated runner (Linux X64 unless a test says
 otherwise): `run:` steps with bash as GitHub starts it, expressions substituted,
@@ -23,7 +23,9 @@ tree restoring the entry by its restore key and saving its own under the key of 
 was before the run. A tarball one byte off, a SHA256SUMS line changed, or none for the
 runner's arch fails the install step with a message saying so, and nothing is on PATH; other
 runners (Linux ARM, macOS, Windows) fail naming what is supported, before any download. Inputs
-are never shell text.
+are never shell text. release.yml: pushed v* tags, a test job first, the release job in a
+debian:12 container runs dist/release.sh with the tag's version and hands every file of its
+output directory to `gh release create` (run here with a stand-in release.sh and gh).
 """
 import sys
 
@@ -45,6 +47,7 @@ except ImportError:  # skipped with a message
 
 SRC_ROOT = gha.SRC_ROOT
 ACTION = os.path.join(SRC_ROOT, "action.yml")
+RELEASE_WF = os.path.join(SRC_ROOT, ".github", "workflows", "release.yml")
 REPO = "precompress/precompress"
 UNSUPPORTED = "Linux X64 (linux-x86_64) and Linux ARM64 (linux-aarch64)"
 
@@ -468,6 +471,108 @@ class Cache(Base):
         with gha.serve(self.served) as srv:
             job = self.job(self.http_with(srv, cache="yes", args="dist/"))
         self.assertFailed(job, "cache: 'yes' is neither true nor false")
+
+
+# ----------------------------------------------------------------------------
+# .github/workflows/release.yml
+# ----------------------------------------------------------------------------
+
+STUB_RELEASE = r"""#!/usr/bin/env bash
+# dist/release.sh's contract (dist/README.md), stood in for: refuses a version other than
+# the header's, writes the artefacts into dist/out/VERSION.
+set -euo pipefail
+[ "$1" = "%(version)s" ] || { echo "release.sh: $1 is not %(version)s" >&2; exit 2; }
+out=dist/out/$1
+mkdir -p "$out"
+for f in precompress-$1-linux-x86_64.tar.gz precompress-$1-linux-aarch64.tar.gz precompress-$1.tar.gz \
+         precompress-$1-oci.tar; do
+  echo "$f" > "$out/$f"
+done
+(cd "$out" && sha256sum -- * > SHA256SUMS)
+echo "$1" >> "$RELEASE_LOG"
+"""
+
+STUB_GH = r"""#!/bin/sh
+printf '%s\n' "GH_TOKEN=$GH_TOKEN" "$@" > "$GH_LOG"
+"""
+
+
+class ReleaseWorkflow(Base):
+    def setUp(self):
+        PCTestCase.setUp(self)
+        self.wf = gha.load_yaml(RELEASE_WF)
+        self.version = gha.project_version()
+        self.env = gha.runner_env(os.environ)
+
+    def test_triggers_on_v_tags_tests_first_then_releases_in_debian_12(self):
+        self.assertEqual(gha.workflow_on(self.wf), {"push": {"tags": ["v*"]}})
+        jobs = self.wf["jobs"]
+        self.assertEqual(sorted(jobs), ["release", "test"])
+        rel = jobs["release"]
+        self.assertEqual(rel["needs"], "test")
+        self.assertEqual(rel["container"]["image"], "debian:12")
+        self.assertEqual(rel["permissions"], {"contents": "write"})
+        test_runs = "\n".join(s.get("run", "") for s in jobs["test"]["steps"])
+        self.assertIn(".ci/run", test_runs)
+        self.assertEqual(jobs["test"]["container"]["image"], "debian:12")
+
+    def run_release(self, tag):
+        top = self.path("release-" + tag)
+        log = {"RELEASE_LOG": os.path.join(top, "release.log"), "GH_LOG": os.path.join(top, "gh.log")}
+        bindir = os.path.join(top, "bin")
+        os.makedirs(bindir)
+        with open(os.path.join(bindir, "gh"), "w") as f:
+            f.write(STUB_GH)
+        os.chmod(os.path.join(bindir, "gh"), 0o755)
+        env = dict(self.env)
+        env.update(log)
+        env["PATH"] = bindir + os.pathsep + env["PATH"]
+        apt = []
+
+        def checkout(job, w, env_, res):
+            os.makedirs(os.path.join(job.workspace, "dist"))
+            p = os.path.join(job.workspace, "dist", "release.sh")
+            with open(p, "w") as f:
+                f.write(STUB_RELEASE % {"version": self.version})
+            os.chmod(p, 0o755)
+
+        def hook(job, step, script):
+            if re.search(r"\bapt-get\b", script):
+                apt.append(script)
+                return "not run: apt-get"
+            return None
+
+        rel = self.wf["jobs"]["release"]
+        job = gha.Job(top, env, github={"ref": "refs/tags/" + tag, "ref_name": tag, "ref_type": "tag",
+                                        "repository": REPO, "token": "ghs_emulated"},
+                      handlers={"actions/checkout": checkout}, run_hook=hook,
+                      defaults=self.wf.get("defaults") or rel.get("defaults"))
+        job.run(rel["steps"], env=rel.get("env"))
+        return job, log, apt
+
+    def test_release_job_builds_the_tags_version_and_attaches_every_file(self):
+        tag = "v" + self.version
+        job, log, apt = self.run_release(tag)
+        self.assertEqual(job.status, "success", job.results)
+        self.assertEqual(len(apt), 1, apt)
+        for pkg in ("git", "gh", "ca-certificates"):
+            self.assertRegex(apt[0], r"\b%s\b" % pkg)
+        with open(log["RELEASE_LOG"]) as f:
+            self.assertEqual(f.read(), self.version + "\n")
+        with open(log["GH_LOG"]) as f:
+            argv = f.read().split("\n")[:-1]
+        self.assertEqual(argv[0], "GH_TOKEN=ghs_emulated")
+        self.assertEqual(argv[1:4], ["release", "create", tag])
+        out = os.path.join(job.workspace, "dist", "out", self.version)
+        files = sorted(os.listdir(out))
+        self.assertIn("SHA256SUMS", files)
+        attached = sorted(os.path.basename(a) for a in argv if a.startswith("dist/out/") or a.startswith(out))
+        self.assertEqual(attached, files, "gh release create did not get every file of %s" % out)
+
+    def test_a_tag_of_another_version_is_refused_before_publishing(self):
+        job, log, _ = self.run_release("v99.0.0")
+        self.assertEqual(job.status, "failure")
+        self.assertFalse(os.path.exists(log["GH_LOG"]), "gh ran after release.sh refused the version")
 
 
 if __name__ == "__main__":
