@@ -802,7 +802,9 @@ class Release:
     PRECOMPRESS_RELEASE, else a stand-in with the same layout made from the program under
     test (PRECOMPRESS): precompress-VERSION-linux-x86_64.tar.gz holding
     precompress-VERSION-linux-x86_64/ (precompress, precompress.1 when the build made it,
-    completions/, LICENSE, README.md) and SHA256SUMS; no aarch64 tarball."""
+    completions/, LICENSE, README.md), the same as precompress-VERSION-linux-aarch64.tar.gz
+    (this machine's program under the aarch64 name: an ARM64 runner's path runs here), and
+    SHA256SUMS."""
 
     def __init__(self, workdir, program):
         self.version = project_version()
@@ -825,24 +827,25 @@ class Release:
         return "precompress-%s-linux-%s.tar.gz" % (self.version, arch)
 
     def make_standin(self, program):
-        top = "precompress-%s-linux-x86_64" % self.version
-        stage = os.path.join(self.dir + ".stage", top)
-        os.makedirs(os.path.join(stage, "completions"))
-        shutil.copy2(program, os.path.join(stage, "precompress"))
-        build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(program))))
-        man = os.path.join(build, "man", "precompress.1")
-        if os.path.isfile(man):
-            shutil.copy2(man, os.path.join(stage, "precompress.1"))
-        comp = os.path.join(SRC_ROOT, "src", "cli", "completions")
-        for n in sorted(os.listdir(comp)):
-            shutil.copy2(os.path.join(comp, n), os.path.join(stage, "completions", n))
-        for n in ("LICENSE", "README.md", "CHANGELOG.md"):
-            if os.path.isfile(os.path.join(SRC_ROOT, n)):
-                shutil.copy2(os.path.join(SRC_ROOT, n), os.path.join(stage, n))
         os.makedirs(self.dir)
-        with tarfile.open(os.path.join(self.dir, self.tarball("x86_64")), "w:gz") as t:
-            t.add(stage, arcname=top)
-        shutil.rmtree(os.path.dirname(stage))
+        for arch in ("x86_64", "aarch64"):
+            top = "precompress-%s-linux-%s" % (self.version, arch)
+            stage = os.path.join(self.dir + ".stage", top)
+            os.makedirs(os.path.join(stage, "completions"))
+            shutil.copy2(program, os.path.join(stage, "precompress"))
+            build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(program))))
+            man = os.path.join(build, "man", "precompress.1")
+            if os.path.isfile(man):
+                shutil.copy2(man, os.path.join(stage, "precompress.1"))
+            comp = os.path.join(SRC_ROOT, "src", "cli", "completions")
+            for n in sorted(os.listdir(comp)):
+                shutil.copy2(os.path.join(comp, n), os.path.join(stage, "completions", n))
+            for n in ("LICENSE", "README.md", "CHANGELOG.md"):
+                if os.path.isfile(os.path.join(SRC_ROOT, n)):
+                    shutil.copy2(os.path.join(SRC_ROOT, n), os.path.join(stage, n))
+            with tarfile.open(os.path.join(self.dir, self.tarball(arch)), "w:gz") as t:
+                t.add(stage, arcname=top)
+            shutil.rmtree(os.path.dirname(stage))
         write_sums(self.dir)
         # The default build's program finds libprecompress at $ORIGIN/..: unpacked elsewhere,
         # it needs the build's library directory (a -Dstatic=true program needs nothing).

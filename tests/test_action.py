@@ -10,8 +10,9 @@ repository's action.yml, then a step of the workflow's own that runs `precompres
 
 The release the action downloads: the directory named by the environment variable
 PRECOMPRESS_RELEASE (made by dist/release.sh), else a stand-in with the same layout made from
-the program under test (PRECOMPRESS; see gha.Release: an x86_64 tarball and SHA256SUMS, the
-program needing the build's libprecompress when it is not static). The first line this test
+the program under test (PRECOMPRESS; see gha.Release: its tarballs, x86_64 and aarch64 both
+holding this machine's program, and SHA256SUMS; the program needs the build's libprecompress
+when it is not static). The first line this test
 prints says which. Its tarballs and SHA256SUMS are copied for each test (some tamper with
 them) and served by a loopback HTTP server (127.0.0.1, a free port) or read through file://.
 
@@ -104,7 +105,7 @@ class Base(PCTestCase):
     def step(self, job, name):
         return job.find(name, where=REPO)
 
-    def assertInstalled(self, job):
+    def assertInstalled(self, job, platform="x86_64"):
         inst = self.step(job, "Install precompress")
         self.assertEqual(inst.conclusion, "success", inst)
         pc = job.find("pc")
@@ -113,9 +114,10 @@ class Base(PCTestCase):
         self.assertEqual(path, os.path.join(job.path_added[0], "precompress"))
         self.assertTrue(path.startswith(job.temp + os.sep), path)
         self.assertTrue(os.access(path, os.X_OK), path)
+        self.assertTrue(path.endswith("/precompress-%s-linux-%s/precompress" % (self.version, platform)), path)
+        tarball = self.release.tarball(platform)
         self.assertIn("%s: SHA-256 %s, as SHA256SUMS says" % (
-            self.release.tarball("x86_64"), gha.sha256_file(os.path.join(self.served, self.release.tarball("x86_64")))),
-            inst.stdout)
+            tarball, gha.sha256_file(os.path.join(self.served, tarball))), inst.stdout)
         self.assertRegex(inst.stdout, r"(?m)^precompress %s \(" % re.escape(self.version))
         after = job.find("after")
         self.assertEqual(after.stdout.split("\n")[0], path, "a later step does not find it first on PATH")
@@ -355,8 +357,8 @@ class Checksum(Base):
         self.assertFailed(job, "but SHA256SUMS says")
 
     def test_no_line_for_the_runners_arch_fails(self):
-        """The runner's arch picks the tarball: Linux ARM64 asks for linux-aarch64 (the stand-in
-        release has none, a real one's line is taken out here), X64 for linux-x86_64."""
+        """The runner's arch picks the tarball: Linux ARM64 asks for linux-aarch64, X64 for
+        linux-x86_64; each one's line is taken out of SHA256SUMS in turn."""
         for arch, platform in (("ARM64", "aarch64"), ("X64", "x86_64")):
             tarball = self.release.tarball(platform)
             self.tamper("SHA256SUMS", edit=lambda t: re.sub(
@@ -365,6 +367,21 @@ class Checksum(Base):
                 job = self.job(self.http_with(srv), runner={"arch": arch})
             self.assertFailed(job, "SHA256SUMS has no line for %s: the release has no linux-%s binary" % (tarball, platform))
             self.assertEqual(srv.paths(), ["/SHA256SUMS"])
+
+
+class Arm64(Base):
+    def test_an_arm64_runner_installs_the_aarch64_binary(self):
+        """The stand-in release's aarch64 tarball holds this machine's program; a real release's
+        needs a machine that runs an aarch64 binary (an aarch64 one, or qemu-user registered
+        with binfmt_misc)."""
+        if not self.release.standin and os.uname().machine != "aarch64" and not os.path.exists(
+                "/proc/sys/fs/binfmt_misc/qemu-aarch64"):
+            self.skipTest("this machine cannot run an aarch64 binary (no qemu-aarch64 in binfmt_misc)")
+        with gha.serve(self.served) as srv:
+            job = self.job(self.http_with(srv, args="--json dist/"), runner={"arch": "ARM64"})
+        self.assertEqual(job.status, "success", job.results)
+        self.assertInstalled(job, "aarch64")
+        self.assertCompressed(os.path.join(job.workspace, "dist"), SITE)
 
 
 class Unsupported(Base):
