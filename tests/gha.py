@@ -627,7 +627,6 @@ class Job:
         for k, v in (step.get("env") or {}).items():
             step_env[k] = as_input(interpolate(v, ctx))
         ctx = self.context(step_env, steps_ctx, inputs, github)
-        ok = True
         if "uses" in step:
             w = {k: as_input(interpolate(v, ctx)) for k, v in (step.get("with") or {}).items()}
             ok = self.uses(step["uses"], w, step_env, res)
@@ -640,14 +639,10 @@ class Job:
         return res
 
     def run_script(self, step, step_env, ctx, res, in_action, github):
-        script_text = step["run"]
         if in_action:
             # actions/runner#2473: in a composite action's run: text these two are empty.
-            g = dict(ctx["github"], action_ref="", action_repository="")
-            ctx = dict(ctx, github=g)
-        script = interpolate(script_text, ctx)
-        script = to_string(script)
-        res.script = script
+            ctx = dict(ctx, github=dict(ctx["github"], action_ref="", action_repository=""))
+        script = res.script = to_string(interpolate(step["run"], ctx))
         if self.run_hook is not None and not in_action:
             if self.run_hook(self, step, script) is not None:
                 res.rc = 0

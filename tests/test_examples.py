@@ -556,6 +556,9 @@ class GitHubActions(Base):
             GitHubActions.release = gha.Release(d, PROGRAM)
             print("release: %s" % GitHubActions.release.what)
         self.release = GitHubActions.release
+        # The release's files where GitHub serves them: SERVER/OWNER/REPO/releases/download/vX.Y.Z.
+        self.web = self.path("web")
+        self.release.copy_to(os.path.join(self.web, ACTION_REPO, "releases", "download", "v" + self.release.version))
 
     def action_step(self, steps):
         found = [s for s in steps if s.get("uses", "").startswith(ACTION_REPO + "@")]
@@ -605,10 +608,6 @@ class GitHubActions(Base):
         self.assertTrue(os.path.isfile(os.path.join(job.workspace, "precompress.json")))
         return job
 
-    def serve_release(self, version):
-        self.web = self.path("web")
-        self.release.copy_to(os.path.join(self.web, ACTION_REPO, "releases", "download", "v" + version))
-
     def test_workflow_runs_twice_the_second_from_the_cache(self):
         steps = self.wf["jobs"]["precompress"]["steps"]
         action = self.action_step(steps)
@@ -618,7 +617,6 @@ class GitHubActions(Base):
         self.assertIs(action["with"]["cache"], True)
         steps = copy.deepcopy(steps)
         self.action_step(steps)["with"]["args"] = "--json " + action["with"]["args"]
-        self.serve_release(self.release.version)
         env = gha.runner_env(self.env)
         env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")  # no wrapper: the action's binary
         env.update(self.release.env)
@@ -635,9 +633,11 @@ class GitHubActions(Base):
         alt = self.source_steps()
         action = self.action_step(steps)
         self.assertIn("precompress --cache-dir ~/.cache/precompress " + action["with"]["args"], alt[-1]["run"])
+        cache = alt[2]["with"]
+        self.assertIn("hashFiles('dist/**')", cache["key"], "the cache key is not the tree's hash")
+        self.assertTrue(cache["key"].startswith(cache["restore-keys"]), cache)
         i = steps.index(action)
         steps = steps[:i] + alt + steps[i + 1:]
-        self.web = self.path("web")
         jobs = [self.run_job(n, steps, self.env, hook_build=True) for n in (1, 2)]
         runs = [summaries(j.find("Precompress").stdout) for j in jobs]
         self.assertColdThenWarm(runs[0], runs[1], self.compressed_files())
