@@ -22,7 +22,8 @@ exactly the oracle's outputs into a copy of fixtures/site; with `cache: true` tw
 checkouts, the second taking every output from the cache (--json counts), a third on a changed
 tree restoring the entry by its restore key and saving its own under the key of the tree as it
 was before the run. A tarball one byte off, a SHA256SUMS line changed, or none for the
-runner's arch fails the install step with a message saying so, and nothing is on PATH; other
+runner's arch fails the install step with a message saying so, and nothing is on PATH, as does
+a tarball that holds no binary, or one that does not run or says another version; other
 runners (Linux ARM, macOS, Windows) fail naming what is supported, before any download. Inputs
 are never shell text. release.yml: pushed v* tags, a test job first, the release job in a
 debian:12 container runs dist/release.sh with the tag's version and hands every file of its
@@ -35,6 +36,7 @@ import atexit
 import os
 import re
 import shutil
+import tarfile
 import tempfile
 import unittest
 
@@ -382,6 +384,42 @@ class Arm64(Base):
         self.assertEqual(job.status, "success", job.results)
         self.assertInstalled(job, "aarch64")
         self.assertCompressed(os.path.join(job.workspace, "dist"), SITE)
+
+
+class Contents(Base):
+    """A tarball SHA256SUMS vouches for, but not holding what the release's should."""
+
+    def repack(self, files):
+        """The x86_64 tarball made anew holding files {relative path: (text, mode)} under its
+        top directory, SHA256SUMS written again to match."""
+        top = "precompress-%s-linux-x86_64" % self.version
+        stage = self.path("stage", top)
+        os.makedirs(stage)
+        for rel, (text, mode) in files.items():
+            with open(os.path.join(stage, rel), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(stage, rel), mode)
+        with tarfile.open(os.path.join(self.served, self.release.tarball("x86_64")), "w:gz") as t:
+            t.add(stage, arcname=top)
+        gha.write_sums(self.served)
+
+    def test_no_binary_in_the_tarball_fails(self):
+        self.repack({"LICENSE": ("MIT\n", 0o644)})
+        with gha.serve(self.served) as srv:
+            job = self.job(self.http_with(srv))
+        self.assertFailed(job, "holds no precompress-%s-linux-x86_64/precompress" % self.version)
+
+    def test_a_binary_of_another_version_fails(self):
+        self.repack({"precompress": ("#!/bin/sh\necho 'precompress 0.0.1 (zlib 1)'\n", 0o755)})
+        with gha.serve(self.served) as srv:
+            job = self.job(self.http_with(srv))
+        self.assertFailed(job, "holds a precompress that says 'precompress 0.0.1 (zlib 1)', not version %s" % self.version)
+
+    def test_a_binary_that_does_not_run_fails(self):
+        self.repack({"precompress": ("\x7fELF not really\n", 0o755)})
+        with gha.serve(self.served) as srv:
+            job = self.job(self.http_with(srv))
+        self.assertFailed(job, "-V failed: is it built for this machine (%s)?" % os.uname().machine)
 
 
 class Unsupported(Base):
