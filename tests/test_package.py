@@ -20,8 +20,9 @@ hook's answer with PATH emptied of them (Requires).
   The source tree is left as it was.
 - Wheel: the backend called as dist/release.sh calls it, with a prebuilt static binary:
   the release's file name, byte-identical twice (SOURCE_DATE_EPOCH), entries sorted, RECORD's
-  hashes right, the man page and LICENSE in place; the environment's PRECOMPRESS_BINARY the
-  same; a binary of another architecture, or a dynamic one, refused.
+  hashes right, the man page and LICENSE in place; the environment's PRECOMPRESS_BINARY and
+  `pip wheel --config-settings binary=... --config-settings arch=...` the same; a binary of
+  another architecture, or a dynamic one, refused.
 - Sdist: the name, the files git tracks plus PKG-INFO under precompress-VERSION/, owner 0,
   one mtime, byte-identical twice; an sdist of the unpacked sdist (no git: a walk) holds the
   same files though build directories, a venv and __pycache__ were added.
@@ -369,6 +370,20 @@ class Wheel(PCTestCase):
         self.assertEqual((rc, name.strip()), (0, WHEEL), err)
         with zipfile.ZipFile(os.path.join(out, WHEEL)) as z, open(man, "rb") as f:
             self.assertEqual(z.read("precompress-%s.data/data/share/man/man1/precompress.1" % VERSION), f.read())
+
+    def test_pip_wheel_config_settings(self):
+        """`pip wheel --config-settings binary=... --config-settings arch=...`: the same wheel, no build."""
+        venv = self.path("venv")
+        rc, out = sh([PYTHON, "-m", "venv", venv])
+        self.assertEqual(rc, 0, out)
+        rc, out = sh([os.path.join(venv, "bin", "pip"), "wheel", "--no-index", "--no-cache-dir", "--no-deps",
+                      "--config-settings", "binary=" + static_program(), "--config-settings", "arch=" + ARCH,
+                      "-w", self.path("out"), "."], cwd=SOURCE)
+        self.assertEqual(rc, 0, out[-5000:])
+        self.assertNotIn("meson", out)
+        self.assertEqual(os.listdir(self.path("out")), [WHEEL])
+        with zipfile.ZipFile(self.path("out", WHEEL)) as z, open(static_program(), "rb") as f:
+            self.assertEqual(z.read("precompress/bin/precompress"), f.read())
 
     def test_wrong_binary_refused(self):
         other = "aarch64" if ARCH != "aarch64" else "x86_64"
