@@ -4,8 +4,8 @@
 Once (setUpModule): this source tree is copied (without build directories) and
 docs/django.md's install commands run in the copy as they are, with Debian's
 python3 first on PATH: a venv with --system-site-packages (Debian's Django and
-whitenoise) and `venv/bin/pip install --no-build-isolation .`, which builds the
-static program. The clone must be left as it was, but for venv/.
+whitenoise) and `venv/bin/pip install '.[django]'` (pip's build isolation on, its
+default), which builds the static program. The clone must be left as it was, but for venv/.
 
 Then real `startproject` projects, examples/django/settings_storage.py appended
 to settings.py as it is, plus a production deploy's settings and an asset dir
@@ -51,7 +51,7 @@ CLIENT = os.path.join(HERE, "test_django.py")  # its --client mode: requests thr
 
 # docs/django.md's install commands, run as they are in a copy of the clone.
 INSTALL = ["python3 -m venv --system-site-packages venv",
-           "venv/bin/pip install --no-build-isolation ."]
+           "venv/bin/pip install '.[django]'"]
 
 OURS = "precompress.django.CompressedManifestStaticFilesStorage"
 THEIRS = "whitenoise.storage.CompressedManifestStaticFilesStorage"
