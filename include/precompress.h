@@ -81,7 +81,9 @@ extern "C" {
      "in place)")                                                              \
   XX(EOUTTWICE, -4016,                                                         \
      "a file of an earlier PATH has the same path: its outputs in the "        \
-     "output directory are that file's")
+     "output directory are that file's")                                       \
+  XX(ENODCB, -4017, "built without brotli 1.1's dictionaries (.dcb)")          \
+  XX(EDICTWINDOW, -4018, "the dictionary is over the RFC 9842 window limit")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
