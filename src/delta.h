@@ -15,7 +15,11 @@
 #include "common.h"
 #include "sha256.h"
 
-typedef enum pc__delta { PC__DCB = 0, PC__DCZ = 1, PC__NDELTAS = 2 } pc__delta_t;
+typedef enum pc__delta {
+  PC__DCB = 0,
+  PC__DCZ = 1,
+  PC__NDELTAS = 2
+} pc__delta_t;
 
 /* The header's length: magic and hash. */
 #define PC__DCB_HEADER (4 + PC__SHA256_LEN)

@@ -20,7 +20,9 @@ static const uint32_t K[64] = {
     0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
     0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-static uint32_t ror(uint32_t x, unsigned n) { return (x >> n) | (x << (32 - n)); }
+static uint32_t ror(uint32_t x, unsigned n) {
+  return (x >> n) | (x << (32 - n));
+}
 
 static void compress(uint32_t h[8], const unsigned char *p) {
   uint32_t w[64], a, b, c, d, e, f, g, k, t1, t2;

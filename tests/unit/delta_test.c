@@ -39,8 +39,7 @@ static void test_sha256(void) {
   hex(h, x);
   EXPECT(strcmp(x, "ba7816bf8f01cfea414140de5dae2223"
                    "b00361a396177a9cb410ff61f20015ad") == 0);
-  pc__sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56,
-             h);
+  pc__sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, h);
   hex(h, x);
   EXPECT(strcmp(x, "248d6a61d20638b8e5c026930c3e6039"
                    "a33ce45964ff2167f6ecedd419db06c1") == 0);
@@ -116,8 +115,7 @@ static void test_dcz(const unsigned char *dict, size_t dn,
   /* The frame after the skippable one: its window within the RFC's. */
   EXPECT(ZSTD_getFrameHeader(&fh, b.data + PC__DCZ_HEADER,
                              b.len - PC__DCZ_HEADER) == 0);
-  EXPECT(fh.windowSize <= ((uint64_t)8 << 20) ||
-         fh.windowSize <= dn + dn / 4);
+  EXPECT(fh.windowSize <= ((uint64_t)8 << 20) || fh.windowSize <= dn + dn / 4);
   EXPECT(fh.frameContentSize == n);
   /* zstd skips the skippable frame; the prefix is the dictionary. */
   EXPECT(!ZSTD_isError(ZSTD_DCtx_refPrefix(d, dict, dn)));
@@ -126,8 +124,8 @@ static void test_dcz(const unsigned char *dict, size_t dn,
   /* Far smaller than the file compressed alone. */
   plain = ZSTD_compress(pz, plain, in, n, 19);
   EXPECT(!ZSTD_isError(plain) && b.len * 10 < plain);
-  printf("dcz: %zu bytes -> %zu alone, %zu against its predecessor\n", n,
-         plain, b.len);
+  printf("dcz: %zu bytes -> %zu alone, %zu against its predecessor\n", n, plain,
+         b.len);
   ZSTD_freeDCtx(d);
   free(pz);
   free(back);
@@ -180,13 +178,12 @@ static void test_limits(void) {
   EXPECT(pc__delta_fits(PC__DCB, (uint64_t)16 << 20) == 0);
   EXPECT(pc__delta_fits(PC__DCB, ((uint64_t)16 << 20) + 1) == PC_EDICTWINDOW);
   EXPECT(pc__delta_fits(PC__DCZ, (uint64_t)128 << 20) == 0);
-  EXPECT(pc__delta_fits(PC__DCZ, ((uint64_t)128 << 20) + 1) ==
-         PC_EDICTWINDOW);
+  EXPECT(pc__delta_fits(PC__DCZ, ((uint64_t)128 << 20) + 1) == PC_EDICTWINDOW);
   /* Over the limit: refused before anything is written (the size is all
    * that is looked at, so a short buffer stands for a large one). */
   if (pc__delta_available(PC__DCZ)) {
-    EXPECT(pc__delta_compress(PC__DCZ, 19, &one, ((size_t)128 << 20) + 1,
-                              hash, &one, 1, &b) == PC_EDICTWINDOW);
+    EXPECT(pc__delta_compress(PC__DCZ, 19, &one, ((size_t)128 << 20) + 1, hash,
+                              &one, 1, &b) == PC_EDICTWINDOW);
     EXPECT(b.len == 0);
   }
   EXPECT(strcmp(pc__delta_ext(PC__DCB), ".dcb") == 0);
