@@ -6,17 +6,17 @@
 #include <errno.h>
 #include <string.h>
 
-const char *const pc__dictname_defaults[] = {
-    "[name].[hash:12].[ext]", "[name].[hash].[ext]", "[name]-[b64hash:8].[ext]",
-    NULL};
+const char *const pc__dictname_defaults[] = {"[name].[hash:12].[ext]",
+                                             "[name].[hash].[ext]",
+                                             "[name]-[b64hash:8].[ext]", NULL};
 
 typedef struct tmpl {
-  const char *pre;  /* literal between [name] and the hash */
+  const char *pre; /* literal between [name] and the hash */
   size_t npre;
   const char *post; /* literal between the hash and [ext] ('.' at least) */
   size_t npost;
-  int b64;          /* hash alphabet: base64url, else hex */
-  size_t lo, hi;    /* hash length range */
+  int b64;       /* hash alphabet: base64url, else hex */
+  size_t lo, hi; /* hash length range */
 } tmpl_t;
 
 static int parse_len(const char *p, const char **end, size_t *n) {
@@ -68,8 +68,8 @@ int pc__dictname_check(const char *tmpl) {
 static int in_alphabet(int c, int b64) {
   if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
     return 1;
-  return b64 && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                 c == '_' || c == '-');
+  return b64 && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+                 c == '-');
 }
 
 /* A base64url hash has an upper-case letter or a digit: "settings" in
@@ -103,8 +103,7 @@ static long match(const tmpl_t *t, const char *name, size_t *hlen) {
   /* The hash is the longest run that leaves PRE and a [name] before it. */
   for (; len >= t->lo; len--) {
     i = before - len; /* the hash starts here */
-    if (i >= t->npre + 1 &&
-        memcmp(name + i - t->npre, t->pre, t->npre) == 0 &&
+    if (i >= t->npre + 1 && memcmp(name + i - t->npre, t->pre, t->npre) == 0 &&
         (!t->b64 || looks_random(name + i, len))) {
       *hlen = len;
       return (long)i;
