@@ -32,11 +32,11 @@ the README's first lines), the Dockerfile's build args.
   `path` in a store that outlives the run. GitLab CI: a job's before_script and script run as
   one `bash -eo pipefail` script in its project directory (CI_PROJECT_DIR), `extends:` merged
   and variables expanded as GitLab does; `cache:` and `artifacts:` paths are kept and handed on
-  the same way.
+  the same way; `parallel: N` runs the job N times with CI_NODE_INDEX 1..N.
 
 Each cache recipe runs twice, each time in a fresh checkout (no manifest): the second run must
 take every output from the cache. Every run's outputs must be the oracle's bytes, and --check
-pass.
+pass. A sharded recipe's merged manifest must be byte for byte a single run's.
 """
 import sys
 
@@ -71,6 +71,7 @@ EXAMPLES = os.path.join(SRC_ROOT, "examples")
 DOCKERFILE = os.path.join(EXAMPLES, "docker", "Dockerfile")
 GITHUB = os.path.join(EXAMPLES, "github-actions", "precompress.yml")
 GITLAB = os.path.join(EXAMPLES, "gitlab-ci", ".gitlab-ci.yml")
+SHARDS = os.path.join(EXAMPLES, "shards")
 README = os.path.join(SRC_ROOT, "README.md")
 # The whole runs (the module doc): PC_SLOW=1, set by the slow suite.
 SLOW = os.environ.get("PC_SLOW") == "1"
@@ -1246,6 +1247,183 @@ class GitLabCI(GitLabBase):
 
 
 # ----------------------------------------------------------------------------
+# examples/shards: one tree, N jobs, one merged manifest
+# ----------------------------------------------------------------------------
+
+def tree_bytes(root):
+    """{relative path: bytes} of every regular file below root."""
+    out = {}
+    for rel in walk_all(root):
+        p = os.path.join(fsb(root), rel)
+        if os.path.isfile(p) and not os.path.islink(p):
+            with open(p, "rb") as f:
+                out[rel] = f.read()
+    return out
+
+
+class ShardsBase(GitLabBase):
+    def single_run(self, where, program_args, runner):
+        """The manifest and the tree of one unsharded run over a copy of the site at
+        where/dist: what the shards must add up to."""
+        project = self.new_project(where)
+        runner(project, program_args)
+        with open(os.path.join(project, "precompress.json"), "rb") as f:
+            return f.read(), tree_bytes(os.path.join(project, "dist"))
+
+    def run_gitlab_shards(self, top, root=None, overrides=None):
+        """The shards example's pipeline: the precompress job N times (CI_NODE_INDEX 1..N),
+        each in a new checkout with the site's dist/, its artifacts kept; then the merge job,
+        handed the artifacts of both stages before it. Its project directory."""
+        ci = self.load(os.path.join(SHARDS, ".gitlab-ci.yml"))
+        job, merge = gitlab_job(ci, "precompress"), gitlab_job(ci, "merge")
+        stores = []
+        for k in range(1, job["parallel"] + 1):
+            project = self.new_project(os.path.join(top, "shard-%d" % k))
+            out = self.run_job(job, project, root=root, overrides=overrides, index=k, whole=root is not None,
+                               what="precompress %d/%d" % (k, job["parallel"]))
+            if root is None:
+                s = summaries(out)
+                self.assertEqual(len(s), 1, out)
+                self.assertEqual(s[0]["shard"], {"index": k, "count": job["parallel"],
+                                                 "from": "CI_NODE_INDEX=%d CI_NODE_TOTAL=%d" % (k, job["parallel"])})
+                self.assertGreater(s[0]["files"], 0, "shard %d took no file" % k)
+            stores.append(self.keep_artifacts(job, project, os.path.join(top, "artifacts-%d" % k)))
+        project = self.new_project(os.path.join(top, "merge"))
+        for store in stores:
+            shutil.copytree(store, project, symlinks=True, dirs_exist_ok=True)
+        self.run_job(merge, project, root=root, overrides=overrides, whole=root is not None, what="merge")
+        self.keep_artifacts(merge, project, os.path.join(top, "artifacts-merge"))
+        return project
+
+    def assertMergedIsSingle(self, merged_project, single):
+        manifest, tree = single
+        with open(os.path.join(merged_project, "precompress.json"), "rb") as f:
+            self.assertEqual(f.read(), manifest, "the merged manifest is not one run's")
+        self.assertEqual(tree_bytes(os.path.join(merged_project, "dist")), tree,
+                         "the shards' outputs together are not one run's")
+        self.assertSiteCompressed(os.path.join(merged_project, "dist"))
+
+
+class GitLabShards(ShardsBase):
+    """examples/shards/.gitlab-ci.yml with the program under test."""
+
+    def test_four_jobs_and_the_merge_give_one_runs_manifest(self):
+        def single(project, args):
+            r = run(args, cwd=project)
+            self.assertEqual(r.rc, 0, r)
+
+        want = self.single_run(self.path("single"), ["-q", "--manifest", "precompress.json", "dist/"], single)
+        merged = self.run_gitlab_shards(self.path("pipeline"))
+        self.assertMergedIsSingle(merged, want)
+
+    def test_the_jobs(self):
+        ci = self.load(os.path.join(SHARDS, ".gitlab-ci.yml"))
+        self.check_release_template(ci, "examples/shards/.gitlab-ci.yml")
+        self.assertEqual(ci[".precompress-release"], self.load(GITLAB)[".precompress-release"],
+                         "two texts of one way to install")
+        job = gitlab_job(ci, "precompress")
+        self.assertGreater(job["parallel"], 1)
+        self.assertIn("--shard auto", job["script"][0])
+        self.assertEqual(ci["merge"]["stage"], ci["stages"][-1])
+        self.assertIn("merge-manifests", "\n".join(ci["merge"]["script"]))
+
+
+class KubernetesShards(ShardsBase):
+    """examples/shards/indexed-job.yaml: each pod's command with its JOB_COMPLETION_INDEX, /srv
+    a temp directory; then the merge Job's."""
+
+    def setUp(self):
+        super().setUp()
+        with open(os.path.join(SHARDS, "indexed-job.yaml")) as f:
+            self.jobs = list(yaml.safe_load_all(f))
+
+    def command(self, job, env, srv):
+        """The container's command as the kubelet runs it: $(VAR) from the container's env,
+        /precompress the program under test, /srv the volume."""
+        spec = job["spec"]["template"]["spec"]
+        c, = spec["containers"]
+        self.assertEqual(c["image"], default_image())
+        self.assertEqual([m["mountPath"] for m in c["volumeMounts"]], ["/srv"])
+        args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in c["command"]]
+        self.assertEqual(args[0], "/precompress")
+        return [re.sub(r"^/srv(?=/|$)", srv, a) for a in args[1:]]
+
+    def test_indexed_pods_then_the_merge_give_one_runs_manifest(self):
+        shards, merge = self.jobs
+        spec = shards["spec"]
+        self.assertEqual(spec["completionMode"], "Indexed")
+        n = spec["completions"]
+        c, = spec["template"]["spec"]["containers"]
+        self.assertIn("auto/%d" % n, c["command"], "N must be the Job's completions")
+        self.assertEqual(c["env"][0]["name"], "JOB_COMPLETION_INDEX")
+        self.assertIn("job-completion-index", c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"])
+        srv = self.path("srv")
+        static = os.path.join(srv, "static")
+        shutil.copytree(SITE, static, symlinks=True)
+        # One run over the same paths first, then the tree as it was.
+        r = run(["-q", "--manifest", os.path.join(srv, "single.json"), static])
+        self.assertEqual(r.rc, 0, r)
+        want = tree_bytes(static)
+        with open(os.path.join(srv, "single.json"), "rb") as f:
+            want_manifest = f.read()
+        shutil.rmtree(static)
+        shutil.copytree(SITE, static, symlinks=True)
+        for i in range(n):
+            env = {"JOB_COMPLETION_INDEX": str(i)}
+            r = run(self.command(shards, env, srv), env=env)
+            self.assertEqual(r.rc, 0, r)
+        r = run(self.command(merge, {}, srv))
+        self.assertEqual(r.rc, 0, r)
+        with open(os.path.join(srv, "precompress.json"), "rb") as f:
+            self.assertEqual(f.read(), want_manifest)
+        self.assertEqual(tree_bytes(static), want)
+        self.assertEqual([shards["metadata"]["labels"]["precompress-step"], merge["metadata"]["labels"]["precompress-step"]],
+                         ["shards", "merge"])
+
+
+class OtherEngineShards(ShardsBase):
+    """examples/shards/circleci.yml and buildkite.yml, as far as they can be checked here: the
+    parallel job shards with --shard auto, its copies hand on only their own files, the last
+    job merges, the release installed is this version's and checked."""
+
+    def test_circleci(self):
+        cfg = self.load(os.path.join(SHARDS, "circleci.yml"))
+        install = cfg["commands"]["install-precompress"]["steps"][0]["run"]
+        self.assertEqual(str(install["environment"]["PRECOMPRESS_VERSION"]), project_version())
+        self.assertIn("sha256sum -c --ignore-missing SHA256SUMS", install["command"])
+        job = cfg["jobs"]["precompress"]
+        self.assertGreater(job["parallelism"], 1)
+        runs = [s["run"]["command"] for s in job["steps"] if isinstance(s, dict) and "run" in s]
+        self.assertIn("precompress --shard auto", runs[0])
+        # Concurrent containers may not persist one file twice: only their own.
+        persisted = [s["persist_to_workspace"]["paths"] for s in job["steps"]
+                     if isinstance(s, dict) and "persist_to_workspace" in s]
+        self.assertEqual(persisted, [["shards"]])
+        merge = cfg["jobs"]["merge"]
+        self.assertIn("merge-manifests", "\n".join(s["run"]["command"] for s in merge["steps"]
+                                                   if isinstance(s, dict) and "run" in s))
+        wf = cfg["workflows"]["precompress"]["jobs"]
+        self.assertEqual(wf[2], {"merge": {"requires": ["precompress"]}})
+
+    def test_buildkite(self):
+        with open(os.path.join(SHARDS, "buildkite.yml")) as f:
+            text = f.read()
+        p = yaml.safe_load(text)
+        self.assertEqual(str(p["env"]["PRECOMPRESS_VERSION"]), project_version())
+        site, shards, merge = p["steps"]
+        self.assertGreater(shards["parallelism"], 1)
+        self.assertIn("precompress --shard auto", shards["command"])
+        self.assertEqual(merge["depends_on"], shards["key"])
+        self.assertIn("merge-manifests", merge["command"])
+        for step in (shards, merge):
+            self.assertIn("sha256sum -c --ignore-missing SHA256SUMS", step["command"])
+            # Buildkite interpolates $VAR when the pipeline is uploaded: every variable of a
+            # command is the job's ($$).
+            self.assertEqual(re.findall(r"(?<!\$)\$(?!\$)", step["command"].replace("$$", "")), [],
+                             step["command"])
+
+
+# ----------------------------------------------------------------------------
 # README.md's Install section
 # ----------------------------------------------------------------------------
 
@@ -1339,6 +1517,29 @@ class GitLabChroot(GitLabBase, ChrootBase):
         self.assertSiteCompressed(os.path.join(project, "dist"))
 
 
+class ShardsChroot(ShardsBase, ChrootBase):
+    """examples/shards/.gitlab-ci.yml, every line of every job (the release downloaded, checked
+    and installed by each), in a debian:12 root; the jobs one after another in one root, each
+    in its own checkout."""
+
+    def test_gitlab_parallel_jobs_and_merge(self):
+        rel, version = release_under_test(self)
+        srv = self.serve(rel)
+        root = self.fresh_root("gitlab-shards")
+        top = os.path.join(root, "builds", "precompress-test")
+        merged = self.run_gitlab_shards(top, root=root, overrides={"PRECOMPRESS_VERSION": version,
+                                                                   "PRECOMPRESS_URL": srv.url})
+        self.assertReleaseInstalled(os.path.join(root, "usr/local/bin/precompress"), rel, version, srv)
+
+        def single(project, args):
+            self.in_root(root, "cd %s && precompress %s" % (shlex.quote("/" + os.path.relpath(project, root)),
+                                                             " ".join(args)), what="one unsharded run")
+
+        want = self.single_run(os.path.join(top, "single"), ["-q", "--manifest", "precompress.json", "dist/"],
+                               single)
+        self.assertMergedIsSingle(merged, want)
+
+
 class ReadmeChroot(ChrootBase):
     """README.md's Install blocks, as they are but for the release's version and URL."""
 
@@ -1390,11 +1591,15 @@ def tempfile_in(root):
 
 class Recipes(Base):
     def test_every_recipe_has_a_header_comment(self):
-        for path in (DOCKERFILE, GITHUB, GITLAB):
+        paths = [DOCKERFILE, GITHUB, GITLAB] + [os.path.join(SHARDS, n) for n in
+                                                (".gitlab-ci.yml", "circleci.yml", "buildkite.yml",
+                                                 "indexed-job.yaml")]
+        for path in paths:
             with open(path) as f:
                 text = f.read()
             self.assertTrue(text.startswith("#"), path)
-            self.assertIn("tests/test_examples.py", text, path)
+            if path != os.path.join(SHARDS, "circleci.yml") and path != os.path.join(SHARDS, "buildkite.yml"):
+                self.assertIn("tests/test_examples.py", text, path)
 
     def test_ci_deps_build_part_parsed(self):
         pkgs = ci_build_packages()
