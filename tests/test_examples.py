@@ -1381,13 +1381,42 @@ class KubernetesShards(ShardsBase):
                          ["shards", "merge"])
 
 
+# A stand-in for the `buildkite-agent artifact` commands: upload "A;B" (globs, from the job's
+# directory) into BK_STORE; download PATTERN DEST (a glob in BK_STORE) into the job's directory.
+FAKE_BUILDKITE_AGENT = r"""import glob, os, shutil, sys
+store = os.environ["BK_STORE"]
+cmd, op, what = sys.argv[1:4]
+assert cmd == "artifact" and op in ("upload", "download"), sys.argv
+src, dst = (os.getcwd(), store) if op == "upload" else (store, os.path.join(os.getcwd(), sys.argv[4]))
+found = [f for pat in what.split(";") for f in glob.glob(pat, root_dir=src)]
+if not found:
+    sys.exit("buildkite-agent: no artifact matches %r" % what)
+for f in found:
+    os.makedirs(os.path.dirname(os.path.join(dst, f)) or dst, exist_ok=True)
+    shutil.copy2(os.path.join(src, f), os.path.join(dst, f))
+"""
+
+
+def files_below(top, path):
+    """The files (not directories) at or below top/path, as paths relative to top."""
+    full = os.path.join(top, path)
+    if not os.path.isdir(full) or os.path.islink(full):
+        return [os.path.normpath(path)]
+    return [os.path.relpath(os.path.join(d, f), top) for d, _, fs in os.walk(full) for f in fs]
+
+
 class OtherEngineShards(ShardsBase):
-    """examples/shards/circleci.yml and buildkite.yml, as far as they can be checked here: the
-    parallel job shards with --shard auto, its copies hand on only their own files, the last
-    job merges, the release installed is this version's and checked."""
+    """examples/shards/circleci.yml and buildkite.yml: their files checked (the parallel job
+    shards with --shard auto, its copies hand on only their own files, the last job merges,
+    the release installed is this version's and checked), and their shell steps run here with
+    the engine's variables, its workspace or artifacts emulated; Buildkite's download lines
+    too, from a release of the program under test on a loopback server."""
+
+    def circleci(self):
+        return self.load(os.path.join(SHARDS, "circleci.yml"))
 
     def test_circleci(self):
-        cfg = self.load(os.path.join(SHARDS, "circleci.yml"))
+        cfg = self.circleci()
         install = cfg["commands"]["install-precompress"]["steps"][0]["run"]
         self.assertEqual(str(install["environment"]["PRECOMPRESS_VERSION"]), project_version())
         self.assertIn("sha256sum -c --ignore-missing SHA256SUMS", install["command"])
@@ -1405,10 +1434,62 @@ class OtherEngineShards(ShardsBase):
         wf = cfg["workflows"]["precompress"]["jobs"]
         self.assertEqual(wf[2], {"merge": {"requires": ["precompress"]}})
 
-    def test_buildkite(self):
+    def circle_job(self, cfg, name, workdir, layers, env):
+        """Runs a CircleCI job's steps in workdir: attach_workspace applies layers (in order),
+        `run` steps with bash -eo pipefail (install-precompress is left out: the program under
+        test is on PATH), persist_to_workspace returns the new layer's files."""
+        os.makedirs(workdir)
+        layer = {}
+        for step in cfg["jobs"][name]["steps"]:
+            if step == "install-precompress" or step == "checkout":
+                continue
+            (kind_, arg), = step.items()
+            if kind_ == "attach_workspace":
+                for l in layers:
+                    for rel, src in l.items():
+                        os.makedirs(os.path.dirname(os.path.join(workdir, rel)), exist_ok=True)
+                        shutil.copy2(src, os.path.join(workdir, rel))
+            elif kind_ == "run":
+                full = dict(self.env)
+                full.update(env)
+                self.bash(arg["command"] if isinstance(arg, dict) else arg, workdir, full)
+            elif kind_ == "persist_to_workspace":
+                for p in arg["paths"]:
+                    for rel in files_below(workdir, p):
+                        layer[rel] = os.path.join(workdir, rel)
+            elif kind_ != "store_artifacts":
+                self.fail("a CircleCI step this test does not know: %r" % step)
+        return layer
+
+    def test_circleci_containers_then_the_merge_give_one_runs_manifest(self):
+        cfg = self.circleci()
+        top = self.path("circleci")
+        site = self.new_project(os.path.join(top, "site-job"))
+        site_layer = {rel: os.path.join(site, rel) for rel in files_below(site, "dist")}
+        n = cfg["jobs"]["precompress"]["parallelism"]
+        layers = []
+        for i in range(n):
+            layers.append(self.circle_job(cfg, "precompress", os.path.join(top, "container-%d" % i), [site_layer],
+                                          {"CIRCLE_NODE_INDEX": str(i), "CIRCLE_NODE_TOTAL": str(n)}))
+        for i in range(n):
+            for j in range(i):
+                self.assertEqual(set(layers[i]) & set(layers[j]), set(), "two containers persisted one file")
+        merged = os.path.join(top, "merge")
+        self.circle_job(cfg, "merge", merged, [site_layer] + layers, {})
+
+        def single(project, args):
+            r = run(args, cwd=project)
+            self.assertEqual(r.rc, 0, r)
+
+        self.assertMergedIsSingle(merged, self.single_run(self.path("single"), ["-q", "--manifest",
+                                                                               "precompress.json", "dist/"], single))
+
+    def buildkite(self):
         with open(os.path.join(SHARDS, "buildkite.yml")) as f:
-            text = f.read()
-        p = yaml.safe_load(text)
+            return yaml.safe_load(f)
+
+    def test_buildkite(self):
+        p = self.buildkite()
         self.assertEqual(str(p["env"]["PRECOMPRESS_VERSION"]), project_version())
         site, shards, merge = p["steps"]
         self.assertGreater(shards["parallelism"], 1)
@@ -1421,6 +1502,56 @@ class OtherEngineShards(ShardsBase):
             # command is the job's ($$).
             self.assertEqual(re.findall(r"(?<!\$)\$(?!\$)", step["command"].replace("$$", "")), [],
                              step["command"])
+
+    def test_buildkite_jobs_then_the_merge_give_one_runs_manifest(self):
+        p = self.buildkite()
+        version = project_version()
+        srv = ReleaseServer(make_release(self.path("release"), PROGRAM, version))
+        self.addCleanup(srv.close)
+        agent = os.path.join(self.path("agent-bin"), "buildkite-agent")
+        os.makedirs(os.path.dirname(agent))
+        with open(agent, "w") as f:
+            f.write("#!%s\n%s" % (sys.executable, FAKE_BUILDKITE_AGENT))
+        os.chmod(agent, 0o755)
+        store = self.path("artifacts")
+        os.makedirs(store)
+        base = dict(os.environ)
+        base.update({"BK_STORE": store, "PRECOMPRESS_VERSION": version, "PRECOMPRESS_URL": srv.url,
+                     "HOME": self.path("home"),
+                     # The program under test, unpacked from the stand-in release, is linked
+                     # against the build's shared library.
+                     "LD_LIBRARY_PATH": os.path.dirname(os.path.dirname(os.path.abspath(PROGRAM))),
+                     "PATH": os.path.dirname(agent) + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin")})
+
+        def job(step, name, **env):
+            work = self.path("bk", name)
+            os.makedirs(work)
+            e = dict(base, **env)
+            lines = step["command"].replace("$$", "$").splitlines()
+            if step.get("key") == "site":
+                self.assertEqual(kind(lines[0]), "site")
+                lines = lines[1:]  # npm: the site is fixtures/site
+                shutil.copytree(SITE, os.path.join(work, "dist"), symlinks=True)
+            self.bash("\n".join(lines), work, e, shell=("bash", "-e"))  # the agent's shell: bash -e -c
+            return work
+
+        site, shards, merge = p["steps"]
+        job(site, "site")
+        n = shards["parallelism"]
+        for i in range(n):
+            job(shards, "shard-%d" % i, BUILDKITE_PARALLEL_JOB=str(i), BUILDKITE_PARALLEL_JOB_COUNT=str(n))
+        merged = job(merge, "merge")
+        self.assertTrue(any(r.endswith("/SHA256SUMS") for r in srv.got()), srv.got())
+        # The one run's reference, over the site as the jobs got it (site.tar: whole seconds).
+        ref = self.path("single")
+        os.makedirs(ref)
+        subprocess.run(["tar", "-xf", os.path.join(store, "site.tar")], cwd=ref, check=True)
+        r = run(["-q", "--manifest", "precompress.json", "dist/"], cwd=ref)
+        self.assertEqual(r.rc, 0, r)
+        with open(os.path.join(ref, "precompress.json"), "rb") as f:
+            want = f.read()
+        self.assertMergedIsSingle(merged, (want, tree_bytes(os.path.join(ref, "dist"))))
+        self.assertTrue(os.path.isfile(os.path.join(store, "site-compressed.tar")))
 
 
 # ----------------------------------------------------------------------------
@@ -1598,8 +1729,7 @@ class Recipes(Base):
             with open(path) as f:
                 text = f.read()
             self.assertTrue(text.startswith("#"), path)
-            if path != os.path.join(SHARDS, "circleci.yml") and path != os.path.join(SHARDS, "buildkite.yml"):
-                self.assertIn("tests/test_examples.py", text, path)
+            self.assertIn("tests/test_examples.py", text, path)
 
     def test_ci_deps_build_part_parsed(self):
         pkgs = ci_build_packages()
