@@ -883,4 +883,7 @@ main() {
     say "bench: results in $SCRATCH/results.md; logs in $LOGDIR; total ${elapsed} s"
 }
 
-main "$@"
+# Sourced (bench/identity.sh takes the corpora from here): define, do not run.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+    main "$@"
+fi

@@ -11,7 +11,7 @@ untouched). `PKG=1.1.0` fails unless the suite's version of PKG is upstream 1.1.
 revision: a point release may patch it, as 1.1.0-2+deb13u1 does).
 
 The pkg-config files unpacked are rewritten to point into DIR (prefix=/usr becomes
-prefix=DIR/usr), so that PKG_CONFIG_LIBDIR=DIR/usr/lib/TRIPLET/pkgconfig finds the
+prefix=DIR/usr, likewise any variable set to a path under /usr), so that PKG_CONFIG_LIBDIR=DIR/usr/lib/TRIPLET/pkgconfig finds the
 prefix's libraries, headers and static archives and nothing of the system's.
 
 Downloads are kept in --cache (default: DIR/../debs) by the SHA-256 they must have, so a
@@ -122,7 +122,9 @@ def rewrite_pc(prefix):
                 p = os.path.join(d, n)
                 with open(p, encoding="utf-8") as f:
                     text = f.read()
-                text = re.sub(r"^(prefix|exec_prefix)=/usr$", r"\1=%s/usr" % prefix, text, flags=re.M)
+                # Every variable set to a path under /usr (libuv-static.pc writes
+                # libdir=/usr/lib/TRIPLET without ${prefix}).
+                text = re.sub(r"^(\w+)=/usr(/|$)", r"\1=%s/usr\2" % prefix, text, flags=re.M)
                 with open(p, "w", encoding="utf-8") as f:
                     f.write(text)
 

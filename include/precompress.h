@@ -25,19 +25,28 @@ extern "C" {
 #define PC_EXTERN
 #endif
 
-/* Versions. Until 1.0 the ABI is not promised: a 0.x minor release may
- * add fields to the public structs (pc_options_t, pc_totals_t, pc_file_t,
- * ...), so a program built against 0.N is rebuilt for 0.N+1; a patch
- * release changes no struct. The shared library's soversion is 0 for the
- * whole 0.x series. From 1.0 on, structs only grow at their end and a
- * layout change bumps the major version and the soversion with it.
- * (Releases numbered 1.0 and 1.1 before this rule made no such promise;
- * 0.9 replaces them.)
+/* Versions and the ABI. The structs a program fills and the library reads
+ * or writes (pc_options_t, pc_totals_t) start with `size`: their size as the
+ * program was compiled (pc_options_init() and PC_TOTALS_INIT set it). The
+ * library reads and writes only that many bytes, so a program built against
+ * an older header runs with a newer library: the options it does not know
+ * keep their defaults, the totals it does not know are not written. A size
+ * larger than the library's is taken only when the bytes past the library's
+ * end are all zero (a newer program asking for nothing this library lacks;
+ * the rule of Linux's copy_struct_from_user), else -E2BIG. Fields are only
+ * added at the end of a struct, never moved or removed; the structs the
+ * library hands to callbacks (pc_file_t, pc_progress_t) grow the same way,
+ * and a program reads the fields it knows. Arrays indexed by format have
+ * PC_FORMATS_MAX slots, so a new format moves no field.
+ *
+ * The shared library's soname: while 0.x, one per minor release
+ * (libprecompress.so.0.10), as a function may still change between minors;
+ * a patch release changes none. From 1.0 on, the major version.
  */
 /* The one place the version is written: meson.build, the Python package and
  * dist/release.sh read these three lines (dist/version.py). */
 #define PC_VERSION_MAJOR 0
-#define PC_VERSION_MINOR 9
+#define PC_VERSION_MINOR 10
 #define PC_VERSION_PATCH 0
 #define PC_VERSION_NUMBER                                                      \
   (PC_VERSION_MAJOR * 10000 + PC_VERSION_MINOR * 100 + PC_VERSION_PATCH)
@@ -72,7 +81,9 @@ extern "C" {
      "in place)")                                                              \
   XX(EOUTTWICE, -4016,                                                         \
      "a file of an earlier PATH has the same path: its outputs in the "        \
-     "output directory are that file's")
+     "output directory are that file's")                                       \
+  XX(ENODCB, -4017, "built without brotli 1.1's dictionaries (.dcb)")          \
+  XX(EDICTWINDOW, -4018, "the dictionary is over the RFC 9842 window limit")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -91,6 +102,11 @@ typedef enum pc_format {
   PC_ZST = 2,
   PC_NFORMATS = 3
 } pc_format_t;
+
+/* Slots of the arrays indexed by format in the public structs: room for
+ * formats to come without moving the fields after them (see "Versions").
+ */
+#define PC_FORMATS_MAX 8
 
 #define PC_FMT_BIT(f) (1u << (f))
 
@@ -180,7 +196,7 @@ typedef struct pc_file {
   int cached;           /* outputs taken from the --cache-dir cache */
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
-  pc_output_t out[PC_NFORMATS];
+  pc_output_t out[PC_FORMATS_MAX]; /* [PC_NFORMATS] and up are unused */
   int alone; /* its encoders' estimate passed the memory limit
                 by itself: it ran with no other file beside it */
 } pc_file_t;
@@ -194,8 +210,11 @@ typedef struct pc_progress {
   int walk_done;        /* 1 once the totals are final */
 } pc_progress_t;
 
-/* Totals of a run. */
+/* Totals of a run. The program sets `size` (PC_TOTALS_INIT), pc_run()
+ * fills the rest, as far as `size` goes.
+ */
 typedef struct pc_totals {
+  size_t size;         /* sizeof(pc_totals_t) as the program was built */
   uint64_t files;      /* files recorded (everything but our own outputs) */
   uint64_t bytes;      /* their total size */
   uint64_t compressed; /* files compressed, at least one output kept */
@@ -215,7 +234,7 @@ typedef struct pc_totals {
     uint64_t files;     /* outputs kept */
     uint64_t bytes_in;  /* source bytes of those files */
     uint64_t bytes_out; /* output bytes kept */
-  } fmt[PC_NFORMATS];
+  } fmt[PC_FORMATS_MAX];
   uint64_t mem_limit;   /* the memory limit the run kept to (bytes), or
                            PC_MEMORY_UNLIMITED */
   uint64_t mem_peak;    /* the most the units in flight were estimated to
@@ -226,7 +245,14 @@ typedef struct pc_totals {
                            (the manifest's), that name, else NULL */
 } pc_totals_t;
 
+/* An initializer for a program's totals: `pc_totals_t t = PC_TOTALS_INIT;` */
+#define PC_TOTALS_INIT                                                         \
+  { .size = sizeof(pc_totals_t) }
+
 typedef struct pc_options {
+  size_t size; /* sizeof(pc_options_t) as the program was built: set by
+                  pc_options_init() (see "Versions") */
+
   /* What to compress: directories (walked) and files. Not copied; must stay
    * valid for the duration of pc_run().
    */
@@ -234,7 +260,7 @@ typedef struct pc_options {
   size_t npaths;
 
   unsigned formats;             /* PC_FMT_BIT(PC_GZ) | ...; default gz and br */
-  int level[PC_NFORMATS];       /* see pc_level_range(): gzip 1..9 (9),
+  int level[PC_FORMATS_MAX];    /* see pc_level_range(): gzip 1..9 (9),
                                    brotli 0..11 (11), zstd 1..19 (19) */
   pc_gzip_engine_t gzip_engine; /* PC_GZIP_ZLIB; gzip level 1..12 with
                                    libdeflate, 1..1000 iterations with zopfli */
@@ -335,8 +361,12 @@ typedef struct pc_options {
   const char *output_dir;
 } pc_options_t;
 
-/* Fills every field with its default. */
-PC_EXTERN void pc_options_init(pc_options_t *opts);
+/* Fills every field with its default, and `size` with the program's
+ * sizeof(pc_options_t): pc_options_init(&opts) is pc_options_init_size(&opts,
+ * sizeof(pc_options_t)), which writes `size` bytes at most.
+ */
+PC_EXTERN void pc_options_init_size(pc_options_t *opts, size_t size);
+#define pc_options_init(opts) pc_options_init_size((opts), sizeof(pc_options_t))
 
 /* The default skip list (NULL-terminated); *n receives its length. */
 PC_EXTERN const char *const *pc_default_skip_ext(size_t *n);
@@ -392,8 +422,9 @@ PC_EXTERN const char *pc_library_versions(void);
  * another negative code when nothing could run (invalid options, -EBUSY:
  * another run is in progress, no loop, a manifest name it may not
  * replace: PC_EREFUSE, PC_EOUTNAME, or the error met reading what is
- * there, with totals->err_path set to the name).
- * totals may be NULL.
+ * there, with totals->err_path set to the name). opts->size or
+ * totals->size below sizeof(size_t), or too large (see "Versions"): -EINVAL
+ * or -E2BIG, and nothing is written. totals may be NULL.
  *
  * Signals. pc_run() installs no signal handler and changes no signal's
  * disposition: signals are the program's. To stop a run on SIGINT (and

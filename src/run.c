@@ -81,6 +81,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
 
   if (r->opts->on_file != NULL) {
     pc_file_t file;
+    memset(&file, 0, sizeof(file)); /* out[] past PC_NFORMATS: unused */
     file.root = r->roots[rec->root].label;
     file.path = rec->path;
     file.fullpath = full;
@@ -93,7 +94,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.alone = rec->alone;
     file.err = rec->err;
     file.err_path = err_path;
-    memcpy(file.out, rec->out, sizeof(file.out));
+    memcpy(file.out, rec->out, sizeof(rec->out));
     r->opts->on_file(r->opts->data, &file);
   }
 
@@ -1297,12 +1298,12 @@ static int finish_run(pc__run_t *r, int err, pc_totals_t *totals) {
   return err;
 }
 
-int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
+/* pc_run() on this library's own structs (the caller's copied in and out
+ * by pc_run(), as far as their sizes go). */
+static int run_full(const pc_options_t *opts, pc_totals_t *totals) {
   pc__run_t *r, *none = NULL;
   int err, loop_open = 0;
 
-  if (totals != NULL)
-    memset(totals, 0, sizeof(*totals));
   if ((err = pc_options_check(opts, NULL)) != 0)
     return err;
   if ((r = calloc(1, sizeof(*r))) == NULL)
@@ -1330,5 +1331,31 @@ int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
   }
   free_run(r);
   free(r);
+  return err;
+}
+
+int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
+  pc_options_t o;
+  pc_totals_t t;
+  size_t tsize = 0;
+  int err;
+
+  if (totals != NULL) {
+    tsize = totals->size;
+    if ((err = pc__struct_size_ok(totals, tsize, sizeof(t))) != 0)
+      return err;
+    if (tsize > sizeof(t))
+      tsize = sizeof(t); /* a newer program's fields past ours stay 0 */
+    memset(totals, 0, tsize);
+    totals->size = tsize;
+  }
+  if ((err = pc__options_copy(&o, opts)) != 0)
+    return err;
+  memset(&t, 0, sizeof(t));
+  err = run_full(&o, totals != NULL ? &t : NULL);
+  if (totals != NULL) {
+    t.size = tsize;
+    memcpy(totals, &t, tsize);
+  }
   return err;
 }

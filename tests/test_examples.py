@@ -27,9 +27,10 @@ the README's first lines), the Dockerfile's build args.
   release's image unpacked); RUN lines run with /bin/sh -c, as Docker does, and only the stages
   the target needs are built, as BuildKit and buildah do. ImageBuild (slow suite) builds the
   image with podman, from the release's OCI archive when there is one.
-- GitHub Actions: `run:` steps run with `bash --noprofile --norc -eo pipefail` in a temp
-  workspace, HOME a temp directory; actions/cache is emulated by restoring and saving its
-  `path` in a store that outlives the run. GitLab CI: a job's before_script and script run as
+- GitHub Actions: the job runs on the runner tests/gha.py emulates (its `run:` steps with bash
+  as GitHub starts it, in a temp workspace, HOME a temp directory; actions/cache over a store
+  that outlives the run), and its step that uses this repository's action runs action.yml's
+  steps, which download a local release (see GitHubActions). GitLab CI: a job's before_script and script run as
   one `bash -eo pipefail` script in its project directory (CI_PROJECT_DIR), `extends:` merged
   and variables expanded as GitLab does; `cache:` and `artifacts:` paths are kept and handed on
   the same way; `parallel: N` runs the job N times with CI_NODE_INDEX 1..N.
@@ -41,6 +42,8 @@ pass. A sharded recipe's merged manifest must be byte for byte a single run's.
 import sys
 
 sys.dont_write_bytecode = True
+import atexit
+import copy
 import functools
 import glob
 import hashlib
@@ -54,10 +57,12 @@ import shutil
 import stat
 import subprocess
 import tarfile
+import tempfile
 import threading
 import time
 import unittest
 
+import gha
 from pctest import (PROGRAM, SITE, PCTestCase, classify, debian_root, expected_outputs, fsb, in_root,
                     load_json_strict, main, run, walk_all)
 
@@ -71,6 +76,7 @@ EXAMPLES = os.path.join(SRC_ROOT, "examples")
 DOCKERFILE = os.path.join(EXAMPLES, "docker", "Dockerfile")
 GITHUB = os.path.join(EXAMPLES, "github-actions", "precompress.yml")
 GITLAB = os.path.join(EXAMPLES, "gitlab-ci", ".gitlab-ci.yml")
+ACTION_REPO = "precompress/precompress"  # the recipe's name for this repository's action
 SHARDS = os.path.join(EXAMPLES, "shards")
 README = os.path.join(SRC_ROOT, "README.md")
 # The whole runs (the module doc): PC_SLOW=1, set by the slow suite.
@@ -966,93 +972,140 @@ class ImageBuild(Base):
 # ----------------------------------------------------------------------------
 
 class GitHubActions(Base):
+    """The workflow's job on the runner tests/gha.py emulates: its `uses:` of this repository's
+    action runs action.yml's own steps (as test_action.py does), the binary downloaded from a
+    loopback HTTP server laid out as GitHub's release downloads (github.server_url is that
+    server's) holding the release of gha.Release (PRECOMPRESS_RELEASE, else a stand-in made from
+    the program under test). actions/checkout gives an empty workspace, the npm step a copy of
+    fixtures/site at dist/; the action's `args` get `--json` in front, for the counts. The
+    commented build-from-source steps are run too, in place of the action's step, with the
+    program under test on PATH instead of their build (Base's wrapper)."""
+
+    release = None
+
     def setUp(self):
         super().setUp()
         if yaml is None:
             self.skipTest("python3-yaml is missing (apt-get install python3-yaml)")
         with open(GITHUB) as f:
-            self.wf = yaml.safe_load(f)
-        self.store = self.path("actions-cache-store")
+            self.text = f.read()
+        self.wf = yaml.safe_load(self.text)
+        self.store = gha.CacheStore(self.path("actions-cache-store"))
+        if GitHubActions.release is None:
+            d = tempfile.mkdtemp(prefix="pc-test-examples-")
+            atexit.register(shutil.rmtree, d, True)
+            GitHubActions.release = gha.Release(d, PROGRAM)
+            print("release: %s" % GitHubActions.release.what)
+        self.release = GitHubActions.release
+        # The release's files where GitHub serves them: SERVER/OWNER/REPO/releases/download/vX.Y.Z.
+        self.web = self.path("web")
+        self.release.copy_to(os.path.join(self.web, ACTION_REPO, "releases", "download", "v" + self.release.version))
 
-    def run_job(self, n):
-        job = self.wf["jobs"]["precompress"]
-        top = self.path("run%d" % n)
-        work, home, temp = (os.path.join(top, d) for d in ("work", "home", "runner-temp"))
-        for d in (work, home, temp):
-            os.makedirs(d)
-        env = dict(self.env)
-        env.update({k: str(v) for k, v in (job.get("env") or {}).items()})
-        env.update({"HOME": home, "GITHUB_WORKSPACE": work, "RUNNER_TEMP": temp, "RUNNER_OS": "Linux",
-                    "CI": "true", "GITHUB_ACTIONS": "true",
-                    "GITHUB_PATH": os.path.join(temp, "path"), "GITHUB_ENV": os.path.join(temp, "env")})
-        saves, outs = [], {}
-        for step in job["steps"]:
-            name = step.get("name") or step.get("uses")
-            if "uses" in step:
-                action = step["uses"].split("@")[0]
-                w = step.get("with") or {}
-                if action == "actions/cache":
-                    self.assertIn("hashFiles('dist/**')", w["key"], "cache key is not the tree's hash")
-                    self.assertTrue(w["key"].startswith(w["restore-keys"]), w)
-                    path = w["path"].replace("~", home, 1)
-                    if os.path.isdir(self.store):
-                        shutil.copytree(self.store, path, dirs_exist_ok=True)
-                    saves.append(path)
-                elif action == "actions/upload-artifact":
-                    self.assertEqual(w["path"].rstrip("/"), "dist")
-                else:
-                    self.assertEqual(action, "actions/checkout", step)
-                continue
-            script = step["run"]
+    def action_step(self, steps):
+        found = [s for s in steps if s.get("uses", "").startswith(ACTION_REPO + "@")]
+        self.assertEqual(len(found), 1, "want one step using %s" % ACTION_REPO)
+        return found[0]
+
+    def source_steps(self):
+        """The commented steps that build from source, uncommented."""
+        m = re.search(r"^      # From source instead.*?\n((?:      #.*\n)+)", self.text, re.M)
+        self.assertIsNotNone(m, "no commented build-from-source steps")
+        lines = [l[len("      # "):] if l.startswith("      # ") else "" for l in m.group(1).split("\n")]
+        block = "\n".join(lines)
+        steps = yaml.safe_load(block[block.index("- name:"):])
+        self.assertEqual([s["name"] for s in steps], ["Install the build dependencies of precompress",
+                                                      "Build precompress", "Restore the precompress cache",
+                                                      "Precompress"])
+        return steps
+
+    def run_job(self, n, steps, env, hook_build):
+        job_def = self.wf["jobs"]["precompress"]
+
+        def hook(job, step, script):
             k = kind(script)
-            if k == "apt":
-                self.assertAptMatchesCiDeps(script, "workflow step %r" % name)
-            elif k == "build":
-                self.assertIn("--buildtype=release", script)
-            elif k == "site":
-                shutil.copytree(SITE, os.path.join(work, "dist"), symlinks=True)
-            else:
-                outs[name] = self.bash(script, work, env)[0]
-        for path in saves:  # the post step of actions/cache
-            self.assertTrue(os.path.isdir(path), "nothing at the cached path %s" % path)
-            shutil.rmtree(self.store, ignore_errors=True)
-            shutil.copytree(path, self.store)
-        return work, outs
+            if k == "site":
+                shutil.copytree(SITE, os.path.join(job.workspace, "dist"), symlinks=True)
+                return "the site: fixtures/site"
+            if k in ("apt", "build"):
+                self.assertTrue(hook_build, "the workflow builds precompress: %s" % script)
+                if k == "apt":
+                    self.assertAptMatchesCiDeps(script, "workflow step %r" % step.get("name"))
+                else:
+                    self.assertIn("--buildtype=release", script)
+                return "not run: " + k
+            return None
+
+        def upload(job, w, env_, res):
+            self.assertEqual(w["path"].rstrip("/"), "dist")
+
+        with gha.serve(self.web) as srv:
+            job = gha.Job(self.path("run%d" % n), env, store=self.store,
+                          github={"server_url": srv.url, "repository": "example/site"},
+                          actions={ACTION_REPO: SRC_ROOT}, run_hook=hook,
+                          handlers={"actions/checkout": lambda *a: None, "actions/upload-artifact": upload})
+            job.run(steps, env=job_def.get("env"))
+        self.assertEqual(job.status, "success", job.results)
+        self.assertSiteCompressed(os.path.join(job.workspace, "dist"))
+        self.assertTrue(os.path.isfile(os.path.join(job.workspace, "precompress.json")))
+        return job
 
     def test_workflow_runs_twice_the_second_from_the_cache(self):
-        work1, outs1 = self.run_job(1)
-        n = self.assertSiteCompressed(os.path.join(work1, "dist"))
-        self.assertGreater(n, 0)
-        self.assertEqual(sorted(outs1), ["Check the outputs", "Precompress"])
-        self.assertTrue(os.path.isfile(os.path.join(work1, "precompress.json")))
-        work2, outs2 = self.run_job(2)
-        self.assertSiteCompressed(os.path.join(work2, "dist"))
-        self.assertColdThenWarm(summaries(outs1["Precompress"]), summaries(outs2["Precompress"]),
-                                self.compressed_files())
-        for outs in (outs1, outs2):
-            s = summaries(outs["Check the outputs"])
-            self.assertEqual(len(s), 1, outs)
+        steps = self.wf["jobs"]["precompress"]["steps"]
+        action = self.action_step(steps)
+        version = action["uses"].split("@", 1)[1]
+        self.assertEqual(version, "v" + self.release.version,
+                         "the recipe's action is not this version's release (dist/version.py)")
+        self.assertIs(action["with"]["cache"], True)
+        steps = copy.deepcopy(steps)
+        self.action_step(steps)["with"]["args"] = "--json " + action["with"]["args"]
+        env = gha.runner_env(self.env)
+        env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")  # no wrapper: the action's binary
+        env.update(self.release.env)
+        jobs = [self.run_job(n, steps, env, hook_build=False) for n in (1, 2)]
+        runs = [summaries(j.find("Run precompress", where=ACTION_REPO).stdout) for j in jobs]
+        self.assertColdThenWarm(runs[0], runs[1], self.compressed_files())
+        for j in jobs:
+            check = j.find("Check the outputs")
+            self.assertEqual((check.conclusion, check.stdout), ("success", ""), check)
+            self.assertEqual(j.path_added[0], os.path.dirname(j.find(action["name"]).outputs["path"]))
+
+    def test_source_alternative_runs_twice_the_second_from_the_cache(self):
+        steps = self.wf["jobs"]["precompress"]["steps"]
+        alt = self.source_steps()
+        action = self.action_step(steps)
+        self.assertIn("precompress --cache-dir ~/.cache/precompress " + action["with"]["args"], alt[-1]["run"])
+        cache = alt[2]["with"]
+        self.assertIn("hashFiles('dist/**')", cache["key"], "the cache key is not the tree's hash")
+        self.assertTrue(cache["key"].startswith(cache["restore-keys"]), cache)
+        i = steps.index(action)
+        steps = steps[:i] + alt + steps[i + 1:]
+        jobs = [self.run_job(n, steps, self.env, hook_build=True) for n in (1, 2)]
+        runs = [summaries(j.find("Precompress").stdout) for j in jobs]
+        self.assertColdThenWarm(runs[0], runs[1], self.compressed_files())
+        for j in jobs:
+            s = summaries(j.find("Check the outputs").stdout)
+            self.assertEqual(len(s), 1, s)
             self.assertEqual((s[0]["dry_run"], s[0]["changes"], s[0]["exit"]), (True, 0, 0), s)
 
 
 class OneGitHubRecipe(Base):
-    """README.md's GitHub Actions cache steps (section "In CI") and docs/cache.md's are the
+    """README.md's GitHub Actions steps (section "In CI") and docs/cache.md's are the
     workflow's own lines, byte for byte: one recipe, the one GitHubActions runs."""
 
     @staticmethod
     def yaml_blocks(path):
         with open(path) as f:
-            return [b for b in re.findall(r"^```yaml\n(.*?)^```$", f.read(), re.S | re.M) if "actions/cache" in b]
+            return [b for b in re.findall(r"^```yaml\n(.*?)^```$", f.read(), re.S | re.M)
+                    if "uses: %s@" % ACTION_REPO in b]
 
     def test_readme_and_docs_recipes_are_the_workflows_text(self):
         with open(GITHUB) as f:
             workflow = f.read()
         for doc in ("README.md", os.path.join("docs", "cache.md")):
             blocks = self.yaml_blocks(os.path.join(SRC_ROOT, doc))
-            self.assertEqual(len(blocks), 1, "%s: want one ```yaml block with actions/cache" % doc)
-            self.assertIn("hashFiles(", blocks[0], doc)
-            self.assertIn("restore-keys:", blocks[0], doc)
-            self.assertIn("--cache-dir", blocks[0], doc)
+            self.assertEqual(len(blocks), 1, "%s: want one ```yaml block using the action" % doc)
+            self.assertIn("cache: true", blocks[0], doc)
+            self.assertIn("precompress --check", blocks[0], doc)
             self.assertIn(blocks[0], workflow, "%s's GitHub Actions recipe is not the text of %s"
                           % (doc, os.path.relpath(GITHUB, SRC_ROOT)))
 

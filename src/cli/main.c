@@ -457,6 +457,7 @@ static int run_with_signals(cli_args_t *args, pc_totals_t *totals) {
   int rc;
 
   memset(totals, 0, sizeof(*totals));
+  totals->size = sizeof(*totals);
   catch_signals();
   rc = pc_run(&args->opts, totals);
   release_signals();
@@ -473,7 +474,7 @@ static int run_with_signals(cli_args_t *args, pc_totals_t *totals) {
 /* The run: callbacks, pc_run(), then the exit status and the summary. */
 static int run(cli_args_t *args, uint64_t start_ns) {
   cli_report_t report;
-  pc_totals_t totals;
+  pc_totals_t totals = PC_TOTALS_INIT;
   const char *what = NULL;
   int status, rc;
 

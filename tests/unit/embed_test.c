@@ -250,7 +250,7 @@ static void test_handler_survives(const char *fixtures) {
   const char *paths[1];
   struct sigaction sa, now;
   pc_options_t o;
-  pc_totals_t t;
+  pc_totals_t t = PC_TOTALS_INIT;
   int rc;
 
   snprintf(tree, sizeof(tree), "%s/site", tmp);
@@ -286,7 +286,7 @@ static void test_stop(int how) {
   struct stopper s = {how};
   pthread_t th;
   pc_options_t o;
-  pc_totals_t t;
+  pc_totals_t t = PC_TOTALS_INIT;
   int k, rc, seen0 = sigint_seen;
 
   snprintf(tree, sizeof(tree), "%s/big%d", tmp, how);
@@ -324,7 +324,7 @@ static void test_rss(void) {
   char dir[4200], p[4300];
   const char *paths[1];
   pc_options_t o;
-  pc_totals_t t;
+  pc_totals_t t = PC_TOTALS_INIT;
   long before, after;
   int rc;
 

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Make every artefact of a release (dist/README.md lists them) from the
+# commit checked out, on a Debian 12 machine with Debian's archive in reach:
+#
+#   dist/release.sh VERSION [OUT]        (OUT: dist/out/VERSION)
+#
+# VERSION must be include/precompress.h's (dist/version.py prints it). What
+# is built is HEAD as `git archive` gives it, never the working tree's
+# uncommitted changes, so that a release is exactly a commit. Outputs are
+# reproducible: timestamps are the commit's (SOURCE_DATE_EPOCH), archives
+# sorted and owned by 0.
+#
+# The libraries linked in come from Debian's archive, checked from its
+# signature down and unpacked into a private prefix per architecture
+# (dist/debian_fetch.py): Debian 12's static archives of zlib, libuv, zstd,
+# sqlite, jansson, xxhash, libdeflate and zopfli, and Debian 13's brotli
+# 1.1.0 (its dictionary API). Nothing is installed on the system for them,
+# and the machine's own -dev packages are not used. The tools (compilers,
+# qemu-user, podman) are `.ci/deps release`.
+#
+# Environment: PC_RELEASE_CACHE (downloaded packages; default
+# ~/.cache/precompress-release), PC_RELEASE_ARCHES (default
+# "x86_64 aarch64"), PC_RELEASE_IMAGE=0 to make no image (no podman).
+set -euo pipefail
+
+die() { echo "release.sh: $*" >&2; exit 1; }
+step() { echo "== $*" >&2; }
+
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: dist/release.sh VERSION [OUT]"
+cd "$(dirname "$0")/.."
+root=$PWD
+version=$1
+want=$(dist/version.py)
+[ "$version" = "$want" ] || die "VERSION $version is not the version in include/precompress.h ($want)"
+out=${2:-dist/out/$version}
+case $out in /*) ;; *) out=$root/$out ;; esac
+cache=${PC_RELEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/precompress-release}
+arches=${PC_RELEASE_ARCHES:-x86_64 aarch64}
+started=$(date +%s)
+
+git rev-parse --verify -q HEAD >/dev/null || die "not a git checkout with a commit"
+commit=$(git rev-parse HEAD)
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "release.sh: note: uncommitted changes are not in the release (it is $commit)" >&2
+fi
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct HEAD)}
+export TZ=UTC LC_ALL=C.UTF-8
+
+.ci/deps release >&2
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/precompress-release.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/src"
+git archive --format=tar HEAD | tar -C "$work/src" -xf -
+rm -rf "$out"
+mkdir -p "$out"
+
+# Debian's names for an architecture, its GNU triplet and its toolchain.
+deb_arch() { case $1 in x86_64) echo amd64 ;; aarch64) echo arm64 ;; *) die "no such architecture: $1" ;; esac; }
+triplet() { echo "$1-linux-gnu"; }
+
+# 1. The libraries, per architecture, into $cache/prefix-ARCH (from the
+#    packages' signed indexes; a second release downloads nothing new).
+fetch_libs() {
+  local arch=$1 prefix=$2 da
+  da=$(deb_arch "$arch")
+  rm -rf "$prefix"
+  dist/debian_fetch.py --suite bookworm --arch "$da" --prefix "$prefix" --cache "$cache/debs" \
+    zlib1g-dev libuv1-dev libzstd-dev libsqlite3-dev libjansson-dev libxxhash-dev \
+    libdeflate-dev libzopfli-dev >&2
+  dist/debian_fetch.py --suite trixie --arch "$da" --prefix "$prefix" --cache "$cache/debs" \
+    libbrotli-dev=1.1.0 >&2
+}
+
+# 2. A meson machine file: the compiler, and the prefix's headers and static
+#    archives before the system's (pkg-config sees only the prefix's .pc).
+machine_file() {
+  local arch=$1 prefix=$2 file=$3 tri cross=0
+  tri=$(triplet "$arch")
+  [ "$arch" = "$(uname -m)" ] || cross=1
+  {
+    echo "[binaries]"
+    if [ $cross = 1 ]; then
+      echo "c = '$tri-gcc'"
+      echo "ar = '$tri-gcc-ar'"
+      echo "strip = '$tri-strip'"
+    fi
+    echo "pkgconfig = 'pkg-config'"
+    echo "[built-in options]"
+    echo "c_args = ['-I$prefix/usr/include', '-I$prefix/usr/include/$tri']"
+    echo "c_link_args = ['-L$prefix/usr/lib/$tri', '-L$prefix/usr/lib']"
+    echo "pkg_config_path = []"
+    echo "[properties]"
+    echo "pkg_config_libdir = ['$prefix/usr/lib/$tri/pkgconfig', '$prefix/usr/share/pkgconfig']"
+    # meson.build's find_library() (zopfli, which has no .pc) looks here first.
+    echo "lib_dirs = ['$prefix/usr/lib/$tri', '$prefix/usr/lib']"
+    if [ $cross = 1 ]; then
+      echo "[host_machine]"
+      echo "system = 'linux'"
+      echo "cpu_family = '$arch'"
+      echo "cpu = '$arch'"
+      echo "endian = 'little'"
+    fi
+  } >"$file"
+  echo $cross
+}
+
+# 3. The static program for one architecture, checked: statically linked,
+#    runs (under qemu-user when foreign), links brotli 1.1.0.
+build_one() {
+  local arch=$1 prefix=$cache/prefix-$1 build=$work/build-$1 mf=$work/$1.ini cross run strip
+  step "$arch: libraries"
+  fetch_libs "$arch" "$prefix"
+  cross=$(machine_file "$arch" "$prefix" "$mf")
+  step "$arch: build"
+  if [ "$cross" = 1 ]; then mfopt=(--cross-file "$mf"); else mfopt=(--native-file "$mf"); fi
+  PKG_CONFIG_LIBDIR="$prefix/usr/lib/$(triplet "$arch")/pkgconfig" \
+    meson setup "$build" "$work/src" "${mfopt[@]}" --buildtype=release -Db_lto=true \
+    -Dstatic=true -Dtests=false -Dzstd=enabled -Dlibdeflate=enabled -Dzopfli=enabled >"$work/setup-$arch.log" 2>&1 ||
+    { tail -40 "$work/setup-$arch.log" >&2; die "$arch: meson setup failed"; }
+  meson compile -C "$build" >"$work/compile-$arch.log" 2>&1 ||
+    { tail -40 "$work/compile-$arch.log" >&2; die "$arch: build failed"; }
+  if grep -i "warning" "$work/compile-$arch.log" >&2; then die "$arch: the link warned (above)"; fi
+  strip=strip
+  [ "$cross" = 1 ] && strip=$(triplet "$arch")-strip
+  mkdir -p "$work/bin-$arch"
+  "$strip" -o "$work/bin-$arch/precompress" "$build/src/cli/precompress"
+  file -b "$work/bin-$arch/precompress" | grep -q "statically linked" ||
+    die "$arch: not statically linked: $(file -b "$work/bin-$arch/precompress")"
+  run=()
+  [ "$cross" = 1 ] && run=("qemu-$arch-static")
+  local v
+  v=$("${run[@]}" "$work/bin-$arch/precompress" -V)
+  echo "$arch: $v" >&2
+  case $v in "precompress $version ("*"brotli 1.1.0"*) ;; *) die "$arch: -V says: $v" ;; esac
+  cp "$build/man/precompress.1" "$work/precompress.1"
+}
+
+# 4. The tarball of one architecture: binary, man page, completions, texts.
+tarball() {
+  local arch=$1 name=precompress-$version-linux-$1 d
+  d=$work/stage/$name
+  mkdir -p "$d/completions"
+  install -m 755 "$work/bin-$arch/precompress" "$d/precompress"
+  install -m 644 "$work/precompress.1" "$d/precompress.1"
+  install -m 644 "$work/src/src/cli/completions/precompress.bash" \
+    "$work/src/src/cli/completions/_precompress" \
+    "$work/src/src/cli/completions/precompress.fish" "$d/completions/"
+  install -m 644 "$work/src/LICENSE" "$work/src/README.md" "$work/src/CHANGELOG.md" "$d/"
+  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+    --format=gnu -C "$work/stage" -cf - "$name" | gzip -9n >"$out/$name.tar.gz"
+}
+
+# 5. The wheel of one architecture (python/build_backend.py with the binary
+#    built above), and the sdist.
+wheel() {
+  local arch=$1
+  (cd "$work/src" && python3 -c '
+import sys
+sys.path.insert(0, "python")
+import build_backend
+print(build_backend.build_wheel(sys.argv[1], {"binary": sys.argv[2], "arch": sys.argv[3], "man": sys.argv[4]}))
+' "$out" "$work/bin-$arch/precompress" "$arch" "$work/precompress.1") >&2
+}
+sdist() {
+  (cd "$work/src" && python3 -c '
+import sys
+sys.path.insert(0, "python")
+import build_backend
+print(build_backend.build_sdist(sys.argv[1]))
+' "$out") >&2
+}
+
+# 6. The image: FROM scratch, the binary and its licence, one per
+#    architecture, in one OCI archive with an index (podman needs no
+#    emulation: nothing runs at build time).
+image() {
+  local arch tag=localhost/precompress-release:$version-$$ ctx da images=()
+  podman manifest rm "$tag" >/dev/null 2>&1 || true
+  podman manifest create "$tag" >/dev/null
+  for arch in $arches; do
+    da=$(deb_arch "$arch")
+    ctx=$work/image-$arch
+    mkdir -p "$ctx"
+    cp "$work/bin-$arch/precompress" "$work/src/LICENSE" "$ctx/"
+    cat >"$ctx/Containerfile" <<EOF
+FROM scratch
+COPY LICENSE /LICENSE
+COPY precompress /precompress
+LABEL org.opencontainers.image.title="precompress" \\
+      org.opencontainers.image.version="$version" \\
+      org.opencontainers.image.revision="$commit" \\
+      org.opencontainers.image.licenses="MIT"
+ENTRYPOINT ["/precompress"]
+EOF
+    podman build --quiet --isolation chroot --platform "linux/$da" --timestamp "$SOURCE_DATE_EPOCH" \
+      -t "$tag-$da" "$ctx" >&2
+    images+=("$tag-$da")
+    podman manifest add "$tag" "containers-storage:$tag-$da" >/dev/null
+  done
+  podman manifest push --all --quiet "$tag" "oci-archive:$out/precompress-$version-oci.tar:precompress:$version" >&2
+  podman manifest rm "$tag" >/dev/null
+  podman rmi "${images[@]}" >/dev/null
+}
+
+for arch in $arches; do
+  build_one "$arch"
+  step "$arch: tarball and wheel"
+  tarball "$arch"
+  wheel "$arch"
+done
+step "sdist"
+sdist
+if [ "${PC_RELEASE_IMAGE:-1}" != 0 ]; then
+  step "image"
+  image
+fi
+step "SHA256SUMS"
+(cd "$out" && find . -maxdepth 1 -type f -printf '%f\n' | sort | xargs sha256sum >"$work/SHA256SUMS")
+mv "$work/SHA256SUMS" "$out/SHA256SUMS"
+echo "release.sh: precompress $version ($commit) in $out, $(($(date +%s) - started)) s:" >&2
+(cd "$out" && ls -l --time-style=+ | tail -n +2 | awk '{print "  " $5 "\t" $NF}') >&2
