@@ -626,8 +626,11 @@ def debian_root(dest, include=(), suite="bookworm"):
     key = hashlib.sha256(("%s %s %s" % (suite, DEBIAN_MIRROR, " ".join(pkgs))).encode()).hexdigest()[:16]
     os.makedirs(ROOTS_CACHE, mode=0o700, exist_ok=True)
     tarball = os.path.join(ROOTS_CACHE, "%s-%s.tar" % (suite, key))
+    # A tarball is renamed into place whole: one that is there needs no lock (which another
+    # test may hold for minutes, bootstrapping another package list).
     with open(os.path.join(ROOTS_CACHE, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(tarball):
+            fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(tarball):
             work = tempfile.mkdtemp(prefix="debootstrap-", dir=ROOTS_CACHE)
             try:

@@ -372,15 +372,34 @@ static cli_status_t set_gzip_engine(cli_args_t *args, const char *opt,
   return CLI_OK;
 }
 
-/* --shard K/N, 1 <= K <= N: shard K of N. */
+/* --shard K/N, 1 <= K <= N: shard K of N. --shard auto or auto/N: K (and
+ * N) from the CI engine's environment, read by main() (shard_env.h), not
+ * here: the parse depends on argv alone. The last --shard given counts.
+ */
 static cli_status_t set_shard(cli_args_t *args, const char *opt,
                               const char *value) {
   const char *q = value;
-  uint64_t k, count;
+  uint64_t k = 0, count = 0;
 
+  if (strncmp(value, "auto", 4) == 0 && (value[4] == '\0' || value[4] == '/')) {
+    q = value + 4;
+    if (*q == '/') {
+      q++;
+      if (parse_u64(&q, &count) || *q != '\0' || count < 1 || count > 65536)
+        return bad_value(args, opt, value,
+                         "auto/N with 1 <= N <= 65536, or K/N");
+    }
+    args->shard_auto = 1;
+    args->shard_auto_count = (uint32_t)count;
+    args->opts.shard_index = 0;
+    args->opts.shard_count = 0;
+    return CLI_OK;
+  }
   if (parse_u64(&q, &k) || *q++ != '/' || parse_u64(&q, &count) || *q != '\0' ||
       count < 1 || count > 65536 || k < 1 || k > count)
-    return bad_value(args, opt, value, "K/N with 1 <= K <= N <= 65536");
+    return bad_value(args, opt, value,
+                     "K/N with 1 <= K <= N <= 65536, or auto[/N]");
+  args->shard_auto = 0;
   args->opts.shard_index = (uint32_t)k;
   args->opts.shard_count = (uint32_t)count;
   return CLI_OK;

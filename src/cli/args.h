@@ -29,7 +29,7 @@ typedef enum cli_progress {
   CLI_PROGRESS_NEVER
 } cli_progress_t;
 
-#define CLI_ERR_SIZE 256
+#define CLI_ERR_SIZE 512
 
 typedef struct cli_args {
   /* What to hand to pc_run(). Its lists point into the storage below or
@@ -45,6 +45,16 @@ typedef struct cli_args {
                      summary; not with -v or --json */
   int check;      /* --check; opts.dry_run is set too */
   cli_progress_t progress;
+  /* --shard auto or auto/N: opts.shard_index and shard_count are left 0
+   * for main() to fill in from the environment (shard_env.h);
+   * shard_auto_count is N, 0 when not given.
+   */
+  int shard_auto;
+  uint32_t shard_auto_count;
+  /* Where the shard came from, for -v and --json: the variables read
+   * ("CI_NODE_INDEX=2 CI_NODE_TOTAL=4"); empty for --shard K/N.
+   */
+  char shard_from[128];
 
   /* Storage owned by this struct, released by cli_args_free(). */
   const char **paths;

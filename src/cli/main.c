@@ -10,6 +10,7 @@
 #include "args.h"
 #include "options_help.h"
 #include "report.h"
+#include "shard_env.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -369,6 +370,25 @@ static void note_old_cache(const char *dir) {
                         "(remove it to free its space)");
 }
 
+static const char *env_get(const char *name) { return getenv(name); }
+
+/* --shard auto[/N]: K/N from the CI engine's environment (shard_env.h). 1
+ * when there is none to be had: a usage error, said.
+ */
+static int resolve_shard(cli_args_t *args) {
+  uint32_t k = 0, n = 0;
+
+  if (cli_shard_from_env(env_get, args->shard_auto_count, &k, &n,
+                         args->shard_from, sizeof(args->shard_from), args->err,
+                         sizeof(args->err)) != 0) {
+    cli_report_msg(NULL, "%s (see 'precompress --help')", args->err);
+    return 1;
+  }
+  args->opts.shard_index = k;
+  args->opts.shard_count = n;
+  return 0;
+}
+
 /* Everything before the run: argv, the environment, --help and --version,
  * what may write to standard output, the PATHs. 1 when the program ends
  * here with *status.
@@ -407,6 +427,8 @@ static int prepare(cli_args_t *args, int argc, char **argv, int *status) {
     *status = EXIT_OK;
     return 1;
   }
+  if (args->shard_auto && resolve_shard(args))
+    return 1;
 
   if (args->opts.manifest != NULL && strcmp(args->opts.manifest, "-") == 0) {
     /* Standard output carries one thing: the manifest, or the lines. */

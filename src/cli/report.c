@@ -554,6 +554,17 @@ void cli_report_progress(void *data, const pc_progress_t *progress) {
   progress_draw(r, progress, now);
 }
 
+/* --shard: which one, and from where: "--shard" (K/N given) or the
+ * variables --shard auto read (ASCII names and digits).
+ */
+static void shard_json(const cli_args_t *a) {
+  if (a->opts.shard_count == 0)
+    return;
+  printf(",\"shard\":{\"index\":%u,\"count\":%u,\"from\":\"%s\"}",
+         (unsigned)a->opts.shard_index, (unsigned)a->opts.shard_count,
+         a->shard_auto ? a->shard_from : "--shard");
+}
+
 static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
                          double cpu_s, int exit_status) {
   const char *sep = "";
@@ -598,6 +609,7 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
     printf("%" PRIu64, r->mem.found);
   printf(",\"peak_estimate\":%" PRIu64 ",\"ran_alone\":%" PRIu64 "}",
          t->mem_peak, t->ran_alone);
+  shard_json(r->args);
   /* Where a file's outputs are: DIR/path.EXT, path as its line gives it. */
   if (r->args->opts.output_dir != NULL)
     json_name_member("output_dir", r->args->opts.output_dir);
@@ -673,6 +685,10 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t, double wall_s) {
             cli_human_bytes(out, sizeof(out), t->fmt[i].bytes_out));
     sep = ", ";
   }
+  if (r->args->verbose && r->args->opts.shard_count != 0)
+    fprintf(stderr, "; shard %u/%u (%s)", (unsigned)r->args->opts.shard_index,
+            (unsigned)r->args->opts.shard_count,
+            r->args->shard_auto ? r->args->shard_from : "--shard");
   if (r->args->verbose)
     memory_text(r, t);
   fprintf(stderr, "; %.2f s\n", wall_s);

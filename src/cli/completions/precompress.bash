@@ -29,6 +29,9 @@ _precompress() {
     --gzip-engine)
       COMPREPLY=($(compgen -W "zlib libdeflate zopfli" -- "$cur"))
       return ;;
+    --shard)
+      COMPREPLY=($(compgen -W "auto" -- "$cur"))
+      return ;;
     --gzip-level)
       COMPREPLY=($(compgen -W "1 2 3 4 5 6 7 8 9" -- "$cur"))
       return ;;
@@ -44,7 +47,7 @@ _precompress() {
     --cache-dir | --output-dir)
       _filedir -d
       return ;;
-    --max-ratio | --min-size | --skip-ext | --include | --exclude | --shard | \
+    --max-ratio | --min-size | --skip-ext | --include | --exclude | \
       --cache-max-size | --memory-limit | --jobs | -j)
       return ;;
   esac
