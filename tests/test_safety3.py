@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""Issue 23, "Safety, third round": what a hostile local account can still
+do to a run of root's, each case caused for real, the second account being
+uid 65534 (setpriv):
+
+1. rewrite its own file between the hash read and the compressing read,
+   mtime put back with utime (inotify timing): no cache entry and no
+   identical file's copy gets its bytes under the first read's hash, and
+   whatever outputs the file gets are of one version of it, never a mix;
+2. plant a symlink to a file of root's behind a 0700 directory: not
+   followed (skipped "link-owner"), while root's own links and links to a
+   file above them in the PATH still are;
+3. a foreign SQLite database (or any file) at DIR/cache.sqlite is left
+   byte for byte as it was and reported, no -wal or -shm left;
+4. a --cache-dir named through another account's symlink is refused, and
+   nothing is made behind it;
+5. the cache directory is never walked, whatever it holds (an old v1/ tree
+   when it is the PATH itself);
+6. a directory the run cannot write is found before its files are read:
+   one error line for it, its files failed, the others compressed.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import time
+
+from pctest import (NOBODY, PROGRAM, PCTestCase, brotli, child_env, decode, main, make_world_accessible, run,
+                    sha256, store_path, store_rows, walk_all, words_data, xxh3_128)
+
+SETPRIV = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
+
+# The other account's side of case 1, run as uid 65534 with its file's path and
+# the two versions' files: it watches the file with inotify; at the first read
+# of it (root's hashing pass) it waits DELAY seconds, rewrites the file in place
+# with the other version and puts its mtime back; once root's reader closes the
+# file it puts the first version back the same way (so that a later comparison
+# with "the leader's file as it is now" finds the original bytes).
+ATTACKER = r"""
+import ctypes, os, select, struct, sys, time
+path, orig_path, evil_path, delay = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+IN_ACCESS, IN_CLOSE_NOWRITE = 0x1, 0x10
+orig = open(orig_path, "rb").read()
+evil = open(evil_path, "rb").read()
+st = os.stat(path)
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+if fd < 0 or libc.inotify_add_watch(fd, os.fsencode(path), IN_ACCESS | IN_CLOSE_NOWRITE) < 0:
+    print("inotify failed: %d" % ctypes.get_errno(), flush=True)
+    sys.exit(1)
+
+def rewrite(data):
+    w = os.open(path, os.O_WRONLY)
+    os.pwrite(w, data, 0)
+    os.close(w)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+print("ready", flush=True)
+state, deadline = 0, time.time() + 120
+while state < 2 and time.time() < deadline:
+    if not select.select([fd], [], [], 1)[0]:
+        continue
+    buf = os.read(fd, 65536)
+    off = 0
+    while off < len(buf):
+        wd, mask, cookie, n = struct.unpack_from("iIII", buf, off)
+        off += 16 + n
+        if state == 0 and mask & IN_ACCESS:
+            time.sleep(delay)
+            rewrite(evil)
+            state = 1
+            print("swapped", flush=True)
+            break
+        if state == 1 and mask & IN_CLOSE_NOWRITE:
+            rewrite(orig)
+            state = 2
+            print("restored", flush=True)
+            break
+"""
+
+
+def json_lines(r):
+    """{path: record} of a --json-lines run's file lines."""
+    recs = {}
+    for line in r.out_lines:
+        rec = json.loads(line)
+        if rec.get("type") == "file":
+            recs[rec["path"]] = rec
+    return recs
+
+
+class BytesHashedAreBytesCompressed(PCTestCase):
+    """Case 1: the owner of a file over 256 KiB rewrites it in place between the hash read
+    and the compressing read, mtime put back."""
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv: the attacker is uid %d" % NOBODY)
+        os.chmod(self.tmp, 0o755)
+
+    def attempt(self, k, orig, evil):
+        """One run of root's over a tree holding the attacker's file (z/evil.js, walked and
+        compressed first), a larger file of root's (compressed next: time for the attacker to
+        put its file back) and root's copy of the original bytes in a 0700 directory (a
+        follower of the attacker's file). Returns the run, its records and the paths."""
+        base = self.path("a%d" % k)
+        os.makedirs(base)
+        with open(os.path.join(base, "orig.bin"), "wb") as f:
+            f.write(orig)
+        with open(os.path.join(base, "evil.bin"), "wb") as f:
+            f.write(evil)
+        os.chmod(base, 0o755)
+        for name in ("orig.bin", "evil.bin"):
+            os.chmod(os.path.join(base, name), 0o644)
+        tree = os.path.join(base, "t")
+        z = os.path.join(tree, "z")
+        priv = os.path.join(tree, "a", "priv")
+        os.makedirs(z)
+        os.makedirs(priv)
+        # Empty files after it in z: the walk's first slice (256 entries) ends in z, with the
+        # attacker's file the only one to compress: it starts alone and leads its content.
+        for i in range(300):
+            open(os.path.join(z, "p%03d" % i), "wb").close()
+        evil_js = os.path.join(z, "evil.js")
+        with open(evil_js, "wb") as f:
+            f.write(orig)
+        os.chown(z, NOBODY, NOBODY)
+        os.chown(evil_js, NOBODY, NOBODY)
+        with open(os.path.join(tree, "a", "pad.js"), "wb") as f:
+            f.write(words_data(len(orig) + (64 << 10), seed=500 + k))
+        copy_js = os.path.join(priv, "copy.js")
+        with open(copy_js, "wb") as f:
+            f.write(orig)
+        os.chmod(priv, 0o700)
+        cache = self.path("cache%d" % k)
+        os.makedirs(cache, mode=0o700)
+        att = subprocess.Popen(SETPRIV + [sys.executable, "-c", ATTACKER, evil_js,
+                                          os.path.join(base, "orig.bin"), os.path.join(base, "evil.bin"),
+                                          "0.03"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        try:
+            self.assertEqual(att.stdout.readline(), b"ready\n", att.stderr.read() if att.poll() else "")
+            r = run(["-j1", "--json-lines", "--cache-dir", cache, tree], timeout=300)
+        finally:
+            try:
+                att.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                att.kill()
+                att.wait()
+        said = att.stdout.read().decode()
+        return r, json_lines(r), tree, evil_js, copy_js, cache, said
+
+    def test_a_rewrite_between_the_reads_poisons_nothing(self):
+        orig = words_data(640 << 10, seed=71)
+        evil = words_data(640 << 10, seed=72)
+        self.assertEqual(len(orig), len(evil))
+        h = xxh3_128(orig)
+        landed = 0
+        for k in range(3):
+            r, recs, tree, evil_js, copy_js, cache, said = self.attempt(k, orig, evil)
+            self.assertIn(r.rc, (0, 1), r)
+            wrong = []  # every failed check of this attempt, said together
+            rec = recs["z/evil.js"]
+            if rec["status"] == "failed":
+                self.assertEqual(rec["error"], "file changed while being read", rec)
+                landed += 1
+            # Whatever outputs the attacker's file has are of one version of it.
+            for ext in ("gz", "br"):
+                p = evil_js + "." + ext
+                if os.path.lexists(p) and decode(ext, p) not in (orig, evil):
+                    wrong.append("%s decodes to a mix of two versions" % p)
+            # Root's copy, in a directory the attacker cannot read, holds root's bytes.
+            status = recs["a/priv/copy.js"]["status"]
+            for ext in ("gz", "br"):
+                if decode(ext, copy_js + "." + ext) != orig:
+                    wrong.append("root's copy.js.%s (%s) holds other bytes than copy.js" % (ext, status))
+            # No entry of the cache under the original's hash holds other bytes...
+            for row in store_rows(cache):
+                key = bytes(row["key"])
+                if key[:16] != h or row["lim"] != -1:
+                    continue
+                fmt = {0: "gz", 1: "br"}[key[24]]
+                data = bytes(row["data"])
+                if (gzip.decompress(data) if fmt == "gz" else brotli.decompress(data)) != orig:
+                    wrong.append("the cache's %s entry under the original's hash holds other bytes" % fmt)
+            # ... and another tree with the original bytes gets them right from it.
+            other = self.path("o%d" % k)
+            os.makedirs(other)
+            with open(os.path.join(other, "app.js"), "wb") as f:
+                f.write(orig)
+            r2 = run(["-j1", "--json-lines", "--cache-dir", cache, other], timeout=300)
+            self.assertEqual(r2.rc, 0, r2)
+            how = json_lines(r2)["app.js"]["status"]
+            for ext in ("gz", "br"):
+                if decode(ext, os.path.join(other, "app.js." + ext)) != orig:
+                    wrong.append("a later run over other files (%s) wrote app.js.%s of other bytes" % (how, ext))
+            self.assertEqual(wrong, [], "attempt %d, the attacker said: %s" % (k, said.split()))
+            if landed:
+                break
+        self.assertGreater(landed, 0, "the rewrite never landed between the reads: the test proved nothing")
+
+
+if __name__ == "__main__":
+    main()
