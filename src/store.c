@@ -1,5 +1,7 @@
 #include "store.h"
 
+#include "storeid.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -10,26 +12,6 @@
 #include <uv.h>
 #include <xxhash.h>
 
-/* The schema. `entry` is small (key, last use, payload length) so that
- * refreshing a last use rewrites a few pages, never a payload; `payload`
- * is filled in rowid order (new ids only grow), which packs its pages.
- * `lim` is the rejection limit, or -1 for a payload. Bump FORMAT for any
- * change: a store of another format is refused, not misread.
- */
-#define FORMAT 1
-#define SCHEMA                                                                 \
-  "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER);"            \
-  "INSERT OR IGNORE INTO meta VALUES('format', 1);"                            \
-  "CREATE TABLE IF NOT EXISTS entry(id INTEGER PRIMARY KEY,"                   \
-  " key BLOB NOT NULL UNIQUE, used INTEGER NOT NULL, bytes INTEGER NOT NULL);" \
-  "CREATE TABLE IF NOT EXISTS payload(id INTEGER PRIMARY KEY,"                 \
-  " lim INTEGER NOT NULL, sum BLOB NOT NULL, data BLOB NOT NULL);"
-
-/* 16 KiB pages: a 1 KiB payload wastes less of a page's end than at 4 KiB
- * (store 1.15x its payload against 1.31x on 100,000 small .gz; 64 KiB
- * gains 3% more and reads slower). Only a new store takes it.
- */
-#define DB_PAGE_SIZE "16384"
 #define KEYLEN 38
 #define CHUNK ((size_t)1 << 16)
 /* Payloads up to this size come with the lookup's row, verified and copied
@@ -265,64 +247,7 @@ static int create_store(const char *path) {
   return 0;
 }
 
-/* Our code for SQLite's rc, called right after the failing call. A failed
- * system call says what it was (EMFILE, EIO): "damaged" only when none did.
- * SQLite records the errno of reads and writes, not of every call (an
- * unlink), hence errno as the fallback.
- */
-static int store_err(sqlite3 *db, int rc) {
-  int sys = db != NULL ? sqlite3_system_errno(db) : 0;
-
-  if (sys <= 0 && (rc & 0xff) != SQLITE_CORRUPT && (rc & 0xff) != SQLITE_NOTADB)
-    sys = errno;
-
-  switch (rc & 0xff) {
-  case SQLITE_NOMEM:
-    return -ENOMEM;
-  case SQLITE_FULL:
-    return -ENOSPC;
-  case SQLITE_PERM:
-  case SQLITE_AUTH:
-  case SQLITE_READONLY:
-    return -EACCES;
-  case SQLITE_CANTOPEN:
-  case SQLITE_IOERR:
-    return sys > 0 ? -sys : -EIO;
-  case SQLITE_BUSY:
-  case SQLITE_LOCKED:
-    return -EBUSY;
-  default:
-    return sys > 0 ? -sys : PC_ESTORE;
-  }
-}
-
 /* --- connections ------------------------------------------------------ */
-
-/* "file:" URI of path for an immutable read (a dry run: SQLite then takes
- * no lock and creates no -wal or -shm beside the store).
- */
-static char *ro_uri(const char *path) {
-  static const char hex[] = "0123456789ABCDEF";
-  size_t n = strlen(path), i;
-  char *u = malloc(3 * n + 32), *p;
-
-  if (u == NULL)
-    return NULL;
-  p = u + sprintf(u, "file:");
-  for (i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)path[i];
-    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-        (ch >= '0' && ch <= '9') || strchr("/-._~", ch) != NULL) {
-      *p++ = (char)ch;
-    } else {
-      *p++ = '%';
-      *p++ = hex[ch >> 4];
-      *p++ = hex[ch & 15];
-    }
-  }
-  strcpy(p, "?immutable=1");
-  return u;
-}
 
 static int open_db(const pc__store_t *c, int writer, sqlite3 **out) {
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
@@ -332,14 +257,14 @@ static int open_db(const pc__store_t *c, int writer, sqlite3 **out) {
   int rc;
 
   if (c->read_only) {
-    if ((uri = ro_uri(c->path)) == NULL)
+    if ((uri = pc__store_ro_uri(c->path)) == NULL)
       return -ENOMEM;
     flags |= SQLITE_OPEN_URI;
   }
   rc = sqlite3_open_v2(uri != NULL ? uri : c->path, &db, flags, NULL);
   free(uri);
   if (rc != SQLITE_OK) {
-    int err = store_err(db, rc);
+    int err = pc__store_err(db, rc);
     sqlite3_close(db);
     return err;
   }
@@ -462,7 +387,7 @@ static int prepare_writer(pc__store_t *c) {
     int rc = sqlite3_prepare_v3(c->wdb, st[i].sql, -1,
                                 SQLITE_PREPARE_PERSISTENT, s, NULL);
     if (rc != SQLITE_OK)
-      return store_err(c->wdb, rc);
+      return pc__store_err(c->wdb, rc);
   }
   return 0;
 }
@@ -584,7 +509,7 @@ static int do_trim(pc__store_t *c, uint64_t max_bytes) {
 
   if ((rc = query_int(c->wdb, "SELECT coalesce(sum(bytes), 0) FROM entry",
                       &total)) != SQLITE_OK)
-    return store_err(c->wdb, rc);
+    return pc__store_err(c->wdb, rc);
   if ((uint64_t)total > max_bytes) {
     rc = sqlite3_exec(c->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
@@ -609,7 +534,7 @@ static int do_trim(pc__store_t *c, uint64_t max_bytes) {
     if (rc != SQLITE_OK) {
       if (!sqlite3_get_autocommit(c->wdb))
         sqlite3_exec(c->wdb, "ROLLBACK", NULL, NULL, NULL);
-      return store_err(c->wdb, rc);
+      return pc__store_err(c->wdb, rc);
     }
   }
   if (query_int(c->wdb, "PRAGMA page_count", &pages) == SQLITE_OK &&
@@ -746,18 +671,21 @@ fail:
   c->nkeys = 0;
 }
 
-static int open_writer(pc__store_t *c) {
-  int64_t format;
+/* The writer's connection, on a file pc__store_identify() found to be a
+ * store (or to be made one): stamped or made first, before any other
+ * statement writes (storeid.h).
+ */
+static int open_writer(pc__store_t *c, pc__store_kind_t kind) {
   int rc, err;
 
-  if ((err = open_db(c, 1, &c->wdb)) != 0)
+  if ((err = open_db(c, 1, &c->wdb)) != 0 ||
+      (err = pc__store_stamp(c->wdb, kind)) != 0)
     return err;
   /* WAL: readers (workers, other runs) never wait for the writer, and a
    * commit needs no fsync; NORMAL keeps the store whole through a crash
    * or power loss (the last commits may be lost: misses, never bad bytes).
    */
   rc = sqlite3_exec(c->wdb,
-                    "PRAGMA page_size = " DB_PAGE_SIZE ";"
                     "PRAGMA journal_mode = WAL;"
                     "PRAGMA synchronous = NORMAL;"
                     "PRAGMA mmap_size = " MMAP_SIZE ";",
@@ -774,19 +702,8 @@ static int open_writer(pc__store_t *c) {
                                                           : 2048));
     rc = sqlite3_exec(c->wdb, sql, NULL, NULL, NULL);
   }
-  if (rc == SQLITE_OK)
-    rc = sqlite3_exec(c->wdb, "BEGIN IMMEDIATE;" SCHEMA "COMMIT;", NULL, NULL,
-                      NULL);
-  if (rc != SQLITE_OK) {
-    if (!sqlite3_get_autocommit(c->wdb))
-      sqlite3_exec(c->wdb, "ROLLBACK", NULL, NULL, NULL);
-    return store_err(c->wdb, rc);
-  }
-  if ((rc = query_int(c->wdb, "SELECT v FROM meta WHERE k = 'format'",
-                      &format)) != SQLITE_OK)
-    return store_err(c->wdb, rc);
-  if (format != FORMAT)
-    return PC_ESTORE;
+  if (rc != SQLITE_OK)
+    return pc__store_err(c->wdb, rc);
   load_keys(c, c->wdb);
   return prepare_writer(c);
 }
@@ -795,6 +712,7 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
                       uint64_t budget) {
   pc__store_t *c = calloc(1, sizeof(*c));
   const char *v = pc_library_versions();
+  pc__store_kind_t kind;
   char *canon = NULL;
   int err;
 
@@ -820,15 +738,20 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
   if (err != 0)
     goto fail;
   if (read_only) {
-    struct stat st;
-    /* Nothing to read is an empty cache; nothing is made for it. */
-    if (lstat(c->path, &st) != 0) {
-      err = PC__ERRNO();
+    /* Nothing to read (no file, or an empty one) is an empty cache;
+     * nothing is made for it.
+     */
+    if ((err = pc__store_identify(c->path, &kind)) == 0 &&
+        kind == PC__STORE_EMPTY)
+      err = -ENOENT;
+    if (err != 0)
       goto fail;
-    }
   } else {
+    /* What is there says what it is before anything writes to it. */
     if ((err = create_store(c->path)) != 0 ||
-        (err = check_files(c->path)) != 0 || (err = open_writer(c)) != 0)
+        (err = check_files(c->path)) != 0 ||
+        (err = pc__store_identify(c->path, &kind)) != 0 ||
+        (err = open_writer(c, kind)) != 0)
       goto fail;
     if (uv_thread_create(&c->writer, writer_main, c) != 0) {
       err = -EAGAIN;
@@ -1005,7 +928,7 @@ int pc__store_read(pc__store_hit_t *hit, uint64_t off, void *buf, size_t n) {
     return 0;
   }
   rc = sqlite3_blob_read(hit->rd->blob, buf, (int)n, (int)off);
-  return rc == SQLITE_OK ? 0 : store_err(hit->rd->db, rc);
+  return rc == SQLITE_OK ? 0 : pc__store_err(hit->rd->db, rc);
 }
 
 void pc__store_release(pc__store_t *c, pc__store_hit_t *hit) {

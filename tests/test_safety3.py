@@ -208,5 +208,87 @@ class BytesHashedAreBytesCompressed(PCTestCase):
         self.assertGreater(landed, 0, "the rewrite never landed between the reads: the test proved nothing")
 
 
+class ForeignStore(PCTestCase):
+    """Case 3: what is at DIR/cache.sqlite says what it is before anything writes to it."""
+
+    NOT_OURS = "not a precompress cache store, or a damaged one"
+
+    def foreign(self, name, make):
+        cache = self.path("cache-" + name)
+        os.makedirs(cache, mode=0o700)
+        make(store_path(cache))
+        os.chmod(store_path(cache), 0o600)
+        return cache
+
+    @staticmethod
+    def sqlite_db(path, wal=False):
+        db = sqlite3.connect(path)
+        if wal:
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+        db.execute("INSERT INTO notes(body) VALUES ('another program''s data')")
+        db.commit()
+        db.close()
+
+    def test_anything_else_at_the_store_is_left_as_it_is(self):
+        def text(p):
+            with open(p, "wb") as f:
+                f.write(b"SQLite format 2? no: a text file of someone's\n" * 100)
+
+        cases = {"sqlite": self.sqlite_db, "sqlite-wal": lambda p: self.sqlite_db(p, wal=True), "text": text,
+                 "ours-but-another-id": None}
+        for name, make in cases.items():
+            for mode in ([], ["-n"]):
+                with self.subTest(case=name, mode=mode):
+                    if make is None:
+                        # A store of ours whose id says otherwise is not ours.
+                        cache = self.path("cache-%s%s" % (name, "".join(mode)))
+                        self.run_ok(["-q", "--cache-dir", cache, self.copy_site("s-" + name + "".join(mode))])
+                        db = sqlite3.connect(store_path(cache))
+                        db.execute("PRAGMA application_id = 42")
+                        db.commit()
+                        db.close()
+                    else:
+                        cache = self.foreign(name + "".join(mode), make)
+                    before = {n: sha256(os.path.join(cache, n)) for n in os.listdir(cache)}
+                    root = self.copy_site("site-" + name + "".join(mode))
+                    r = run(mode + ["--json", "--cache-dir", cache, root])
+                    after = {n: sha256(os.path.join(cache, n)) for n in os.listdir(cache)}
+                    self.assertEqual(after, before, "the file at the store's name (or beside it) changed")
+                    self.assertEqual(r.rc, 1, r)
+                    self.assertEqual(r.error_lines(), ["precompress: %s: %s" % (cache, self.NOT_OURS)], r)
+                    s = r.summary()
+                    self.assertEqual((s["errors"], s["failed"], s["cached"]), (1, 0, 0), s)
+                    if not mode:
+                        self.assertGreater(s["compressed"], 0, "the run went on without the cache")
+
+    def test_an_empty_file_is_made_a_store(self):
+        cache = self.foreign("empty", lambda p: open(p, "wb").close())
+        self.run_ok(["-q", "--cache-dir", cache, self.copy_site("a")])
+        db = sqlite3.connect(store_path(cache))
+        self.assertEqual(db.execute("PRAGMA application_id").fetchone()[0], 0x70726563)
+        db.close()
+        r = self.run_ok(["--json", "--cache-dir", cache, self.copy_site("b")])
+        self.assertGreater(r.summary()["cached"], 0, r)
+
+    def test_an_unstamped_store_of_090_is_stamped_and_used(self):
+        """precompress 0.9.0 wrote no id: its store (these tables, meta format 1) is kept, stamped."""
+        cache = self.path("cache")
+        self.run_ok(["-q", "--cache-dir", cache, self.copy_site("a")])
+        db = sqlite3.connect(store_path(cache))
+        db.execute("PRAGMA application_id = 0")
+        db.execute("PRAGMA user_version = 0")
+        db.commit()
+        rows = db.execute("SELECT count(*) FROM entry").fetchone()[0]
+        db.close()
+        r = self.run_ok(["--json", "--cache-dir", cache, self.copy_site("b")])
+        self.assertGreater(r.summary()["cached"], 0, r)
+        db = sqlite3.connect(store_path(cache))
+        self.assertEqual(db.execute("PRAGMA application_id").fetchone()[0], 0x70726563)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 1)
+        self.assertEqual(db.execute("SELECT count(*) FROM entry").fetchone()[0], rows)
+        db.close()
+
+
 if __name__ == "__main__":
     main()
