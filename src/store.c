@@ -1,5 +1,6 @@
 #include "store.h"
 
+#include "cachedir.h"
 #include "storeid.h"
 
 #include <fcntl.h>
@@ -117,29 +118,6 @@ static void sum_bytes(const XXH128_hash_t *h, unsigned char out[16]) {
 
 /* --- safety of the directory and the store -------------------------- */
 
-static int mkdir_p(const char *dir) {
-  char *p = pc__strdup(dir), *s;
-  int err = 0;
-
-  if (p == NULL)
-    return -ENOMEM;
-  for (s = p + 1; err == 0; s++) {
-    if (*s != '/' && *s != '\0')
-      continue;
-    {
-      char ch = *s;
-      *s = '\0';
-      if (mkdir(p, 0700) != 0 && errno != EEXIST)
-        err = PC__ERRNO();
-      *s = ch;
-    }
-    if (*s == '\0')
-      break;
-  }
-  free(p);
-  return err;
-}
-
 /* Refuses (PC_EUNSAFE) what another user owns or others can write: they
  * could plant or swap entries our outputs would be copied from (OpenSSH's
  * StrictModes, for keys). The directory the user named may be reached
@@ -148,59 +126,6 @@ static int mkdir_p(const char *dir) {
 static int check_private(const struct stat *st) {
   if (st->st_uid != geteuid() || (st->st_mode & 022) != 0)
     return PC_EUNSAFE;
-  return 0;
-}
-
-/* Checks DIR and every directory above it, and gives its canonical name
- * (owned, in *canon), the one SQLite is then handed. SQLite opens by name,
- * so what must not change between this check and its open is every
- * component of that name: each directory from the root down must be root's
- * or ours and writable by no one else, unless sticky (/tmp: then no one
- * else may rename or remove what is ours in it). DIR itself must be ours
- * and private. The user may name DIR through a symlink: it is resolved
- * here, once, and SQLite never sees it.
- */
-/* One directory above DIR: root's or ours, and no one else may write it
- * unless it is sticky. Not a directory: a link swapped in since realpath().
- */
-static int check_ancestor(const char *p) {
-  struct stat st;
-  if (lstat(p, &st) != 0)
-    return PC__ERRNO();
-  if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
-      ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0))
-    return PC_EUNSAFE;
-  return 0;
-}
-
-static int check_dir(const char *dir, char **canon) {
-  struct stat st;
-  char *p;
-  size_t i;
-  int err;
-
-  *canon = NULL;
-  if ((p = realpath(dir, NULL)) == NULL)
-    return PC__ERRNO();
-  err = strcmp(p, "/") != 0 ? check_ancestor("/") : 0;
-  for (i = 1; p[i] != '\0' && err == 0; i++) {
-    if (p[i] != '/')
-      continue;
-    p[i] = '\0';
-    err = check_ancestor(p);
-    p[i] = '/';
-  }
-  if (err == 0 && lstat(p, &st) != 0)
-    err = PC__ERRNO();
-  if (err == 0)
-    err = S_ISLNK(st.st_mode)    ? PC_EUNSAFE
-          : !S_ISDIR(st.st_mode) ? -ENOTDIR
-                                 : check_private(&st);
-  if (err != 0) {
-    free(p);
-    return err;
-  }
-  *canon = p;
   return 0;
 }
 
@@ -727,9 +652,8 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
   uv_mutex_init(&c->mu);
   uv_cond_init(&c->wake);
   uv_cond_init(&c->done);
-  /* An existing DIR is judged before anything is made in it. */
-  if ((err = check_dir(dir, &canon)) == -ENOENT && !read_only)
-    err = (err = mkdir_p(dir)) == 0 ? check_dir(dir, &canon) : err;
+  /* DIR and the way to it judged, and made when missing (cachedir.h). */
+  err = pc__cache_dir(dir, !read_only, &canon);
   if (err == 0 && (c->path = pc__path_join(canon, PC__STORE_FILE)) == NULL)
     err = -ENOMEM;
   free(canon);

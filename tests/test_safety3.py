@@ -290,5 +290,64 @@ class ForeignStore(PCTestCase):
         db.close()
 
 
+class CacheDirThroughLinks(PCTestCase):
+    """Case 4: --cache-dir is judged as given, every component, not only as resolved."""
+
+    UNSAFE = "refusing a cache another user owns or others can write"
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv: the other account is uid %d" % NOBODY)
+        self.base = self.path("d")
+        os.makedirs(self.base)
+        for p in (self.tmp, self.base):
+            os.chmod(p, 0o755)
+        self.priv = os.path.join(self.base, "root-private")
+        os.makedirs(self.priv, mode=0o700)
+
+    def as_nobody(self, *cmd):
+        subprocess.run(SETPRIV + list(cmd), check=True)
+
+    def refused(self, arg, made, cwd=None):
+        root = self.copy_site("site-%d" % len(os.listdir(self.tmp)))
+        before = sorted(walk_all(root))
+        r = run(["--cache-dir", arg, root], cwd=cwd)
+        self.assertFalse(os.path.lexists(made), "%s was made behind the link" % made)
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("precompress: %s: %s" % (arg, self.UNSAFE), r.err_lines, r)
+        self.assertEqual(sorted(walk_all(root)), before, "a refused run wrote outputs")
+
+    def test_another_accounts_link_on_the_way_is_refused(self):
+        att = os.path.join(self.base, "att")
+        os.makedirs(att)
+        os.chown(att, NOBODY, NOBODY)
+        self.as_nobody("ln", "-s", self.priv, os.path.join(att, "x"))
+        made = os.path.join(self.priv, "newcache")
+        for arg, cwd in ((os.path.join(att, "x", "newcache"), None), ("att/x/newcache", self.base),
+                         ("att/x/../root-private/newcache", self.base)):
+            with self.subTest(arg=arg):
+                self.refused(arg, made, cwd)
+        # root's own link to it leads through another account's link: refused as well
+        os.symlink(os.path.join(att, "x"), os.path.join(self.base, "rl"))
+        with self.subTest(arg="rl/newcache"):
+            self.refused(os.path.join(self.base, "rl", "newcache"), made)
+        self.assertEqual(os.listdir(self.priv), [])
+
+    def test_links_in_a_sticky_directory(self):
+        """In a sticky directory (/tmp) another account's link is refused even into a directory
+        of root's; root's own link there is followed, and the cache made at its target."""
+        sticky = os.path.join(self.base, "sticky")
+        os.makedirs(sticky)
+        os.chmod(sticky, 0o1777)
+        self.as_nobody("ln", "-s", self.priv, os.path.join(sticky, "theirs"))
+        self.refused(os.path.join(sticky, "theirs", "c"), os.path.join(self.priv, "c"))
+        os.symlink(os.path.join(self.priv, "ours"), os.path.join(sticky, "mine"))
+        r = run(["--json", "--cache-dir", os.path.join(sticky, "mine"), self.copy_site("ok")])
+        self.assertEqual(r.rc, 0, r)
+        self.assertTrue(os.path.isfile(os.path.join(self.priv, "ours", "cache.sqlite")), r)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.priv, "ours")).st_mode), 0o700)
+
+
 if __name__ == "__main__":
     main()
