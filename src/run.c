@@ -984,9 +984,9 @@ static uint64_t cache_budget(uint64_t limit) {
   return b < ((uint64_t)128 << 20) ? b : (uint64_t)128 << 20;
 }
 
-/* Opens the cache, and keeps it out of the walk: its entries are not
- * sources, even when it lies inside a PATH (its entries' directory, even
- * when it is a PATH itself). PC_EUNSAFE (a cache others could write) ends
+/* Opens the cache, and keeps its whole directory out of the walk: never
+ * entered when it lies inside a PATH, never walked when a PATH is it or
+ * lies inside it. PC_EUNSAFE (a cache others could write) ends
  * the run before it starts; any other failure is reported and the run
  * goes on without a cache.
  */
@@ -1008,12 +1008,20 @@ static int open_cache(pc__run_t *r) {
   }
   r->cfg.cache = c;
   if (stat(r->opts->cache_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-    r->sel.skip_dirs[r->sel.nskip_dirs].dev = st.st_dev;
-    r->sel.skip_dirs[r->sel.nskip_dirs].ino = st.st_ino;
-    r->sel.nskip_dirs++;
+    pc__devino_t id = {st.st_dev, st.st_ino};
+    uint32_t k;
+    r->sel.skip_dirs[r->sel.nskip_dirs++] = id;
     r->sel.cache_known = 1;
-    r->sel.cache_dir.dev = st.st_dev;
-    r->sel.cache_dir.ino = st.st_ino;
+    r->sel.cache_dir = id;
+    /* A PATH that is the cache's directory or lies in it: nothing there
+     * is a source, whatever it holds (an old v1/ tree, files of others).
+     * File PATHs of one directory share its descriptor: judged once.
+     */
+    for (k = 0; k < r->nroots; k++)
+      r->roots[k].skip =
+          k > 0 && r->roots[k].fd == r->roots[k - 1].fd
+              ? r->roots[k - 1].skip
+              : r->roots[k].fd >= 0 && pc__walk_below(r->roots[k].fd, id);
   }
   return 0;
 }

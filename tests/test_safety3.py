@@ -349,5 +349,43 @@ class CacheDirThroughLinks(PCTestCase):
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.priv, "ours")).st_mode), 0o700)
 
 
+class CacheDirNeverWalked(PCTestCase):
+    """Case 5: the cache's whole directory stays out of the walk, whatever it holds."""
+
+    def old_tree(self, cache):
+        os.makedirs(os.path.join(cache, "v1", "ab"))
+        for name in ("entry", "other.js"):
+            with open(os.path.join(cache, "v1", "ab", name), "wb") as f:
+                f.write(words_data(20000, seed=5))
+        os.chmod(cache, 0o700)
+
+    def compressed_under(self, d):
+        return sorted(os.fsdecode(p) for p in walk_all(d) if p.endswith((b".gz", b".br")))
+
+    def test_the_cache_dir_as_the_path(self):
+        """`precompress --cache-dir C C` with an old C/v1/ab/entry: nothing under C is
+        compressed (also with C named through a link, or C/v1 as the PATH)."""
+        cache = self.path("C")
+        self.old_tree(cache)
+        link = self.path("L")
+        os.symlink(cache, link)
+        for args in ([cache, cache], [cache, link], [cache, os.path.join(cache, "v1")],
+                     [cache, os.path.join(cache, "v1", "ab", "entry")]):
+            with self.subTest(args=args):
+                r = run(["--json", "--cache-dir"] + args)
+                self.assertEqual(self.compressed_under(cache), [], r)
+                self.assertEqual(r.rc, 0, r)
+                self.assertEqual(r.summary()["files"], 0, r)
+
+    def test_the_cache_dir_inside_the_path(self):
+        root = self.copy_site()
+        cache = os.path.join(root, "vendor", "cache")
+        self.old_tree(cache)
+        r = run(["--json", "--cache-dir", cache, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(self.compressed_under(cache), [], r)
+        self.assertGreater(r.summary()["compressed"], 0, r)
+
+
 if __name__ == "__main__":
     main()
