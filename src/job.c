@@ -23,6 +23,7 @@
 #include "cache.h"
 #include "dedup.h"
 #include "incremental.h"
+#include "linkrule.h"
 #include "settle.h"
 #include "work.h"
 
@@ -425,16 +426,29 @@ static int prepare(pc__job_t *j, job_ctx_t *c) {
 }
 
 /* Phase 2: opens the source, still a regular file (never through a symlink
- * that appeared since the walk; O_NONBLOCK: a FIFO swapped in must not
- * block the worker). 1 when the job fails here.
+ * that appeared since the walk, nor one the rule does not follow: skipped,
+ * linkrule.h; O_NONBLOCK: a FIFO swapped in must not block the worker). 1
+ * when the job fails or ends here.
  */
 static int open_source(pc__job_t *j, job_ctx_t *c) {
-  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-              (j->via_link ? 0 : O_NOFOLLOW);
-  int f;
+  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  const char *name = j->fullpath + pc__job_base_off(j);
+  int f, r;
 
-  c->fd = openat(j->pdir, j->fullpath + pc__job_base_off(j), flags);
-  if (c->fd < 0 || fstat(c->fd, &c->st) != 0) {
+  if (j->via_link) {
+    /* A symlink: followed only as linkrule.h says, else skipped unread. */
+    if ((r = pc__link_open(j->pdir, name, j->root_fd, flags, &c->fd, &c->st)) <
+        0) {
+      pc__job_fail(j, r, NULL);
+      return 1;
+    }
+    if (r == 0) {
+      j->skip = PC_SKIP_LINK_OWNER;
+      j->mtime_ns = 0;
+      return 1;
+    }
+  } else if ((c->fd = openat(j->pdir, name, flags | O_NOFOLLOW)) < 0 ||
+             fstat(c->fd, &c->st) != 0) {
     pc__job_fail(j, PC__ERRNO(), NULL);
     return 1;
   }

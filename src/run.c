@@ -278,7 +278,8 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
     rec.root = j->root;
     rec.err = j->err;
     rec.skip = j->skip;
-    rec.size = j->size;
+    /* A link not followed: its target's size is not the run's to tell. */
+    rec.size = j->skip == PC_SKIP_LINK_OWNER ? 0 : j->size;
     rec.mtime_ns = j->mtime_ns;
     rec.deduped = j->copied;
     rec.cached = j->cached;

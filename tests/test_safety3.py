@@ -208,6 +208,90 @@ class BytesHashedAreBytesCompressed(PCTestCase):
         self.assertGreater(landed, 0, "the rewrite never landed between the reads: the test proved nothing")
 
 
+class SymlinkedFiles(PCTestCase):
+    """Case 2: a symlinked file is followed only when its link is the run's user's, when the
+    link's owner owns the file too, or when the file lies beside or above the link in the
+    PATH; else it is skipped ("link-owner") unread."""
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv: the other account is uid %d" % NOBODY)
+        os.chmod(self.tmp, 0o755)
+
+    def build(self):
+        secret_dir = self.path("root-only")
+        os.makedirs(secret_dir, mode=0o700)
+        self.secret = os.path.join(secret_dir, "secret.env")
+        with open(self.secret, "wb") as f:
+            f.write(b"DATABASE_PASSWORD=hunter2-and-more-to-make-it-compress\n" * 50)
+        os.chmod(self.secret, 0o644)
+        shared = self.path("shared")
+        os.makedirs(shared)
+        with open(os.path.join(shared, "lib.css"), "wb") as f:
+            f.write(words_data(20000, seed=41))
+        theirs = self.path("theirs")
+        os.makedirs(theirs)
+        with open(os.path.join(theirs, "own.css"), "wb") as f:
+            f.write(words_data(20000, seed=42))
+        os.chown(theirs, NOBODY, NOBODY)
+        os.chown(os.path.join(theirs, "own.css"), NOBODY, NOBODY)
+        t = self.path("t")
+        os.makedirs(os.path.join(t, "css", "sub"))
+        os.makedirs(os.path.join(t, "private"), mode=0o700)
+        with open(os.path.join(t, "css", "app.css"), "wb") as f:
+            f.write(words_data(20000, seed=43))
+        with open(os.path.join(t, "private", "key.txt"), "wb") as f:
+            f.write(b"a key of root's, in a 0700 directory of the tree\n" * 50)
+        os.chmod(os.path.join(t, "private", "key.txt"), 0o644)
+        for d in (t, os.path.join(t, "css"), os.path.join(t, "css", "sub")):
+            os.chown(d, NOBODY, NOBODY)  # the other account may write the tree
+        # root's own link: followed
+        os.symlink(os.path.join(shared, "lib.css"), os.path.join(t, "lib.css"))
+        # the other account's links
+        for target, link in ((self.secret, "leak.css"),                   # root's file: skipped
+                             ("private/key.txt", "peek.txt"),              # below, 0700: skipped
+                             ("app.css", "css/hashed.css"),                # beside it: followed
+                             ("../app.css", "css/sub/up.css"),             # above it: followed
+                             (os.path.join(theirs, "own.css"), "own.css")):  # its own: followed
+            subprocess.run(SETPRIV + ["ln", "-s", target, os.path.join(t, link)], check=True)
+        return t
+
+    SKIPPED = ("leak.css", "peek.txt")
+    FOLLOWED = ("lib.css", "css/hashed.css", "css/sub/up.css", "own.css", "css/app.css")
+
+    def test_links_another_account_made(self):
+        t = self.build()
+        m = self.path("m.json")
+        r = run(["-v", "--json", "--manifest", m, t])
+        for name in self.SKIPPED:
+            for ext in ("gz", "br"):
+                self.assertFalse(os.path.lexists(os.path.join(t, name + "." + ext)),
+                                 "%s.%s written: a file behind another account's link was read" % (name, ext))
+        self.assertEqual(r.rc, 0, r)
+        lines = set(r.out_lines[:-1])
+        for name in self.SKIPPED:
+            self.assertIn("skipped %s/%s (link-owner)" % (t, name), lines, r)
+        for name in self.FOLLOWED:
+            p = os.path.join(t, name)
+            for ext in ("gz", "br"):
+                self.assertEqual(decode(ext, p + "." + ext), open(p, "rb").read(), name)
+            self.assertTrue(any(l.startswith("compressed %s (" % p) or l.startswith("copied %s (" % p)
+                                for l in lines), (name, r))
+        s = r.summary()
+        self.assertEqual(s["skipped"]["link-owner"], 2, s)
+        files = {e["path"]: e for e in json.load(open(m))["files"]}
+        for name in self.SKIPPED:
+            self.assertEqual(files[name].get("skipped"), "link-owner", files[name])
+            self.assertEqual(files[name]["size"], 0, files[name])
+        r = run(["--json-lines", t])
+        self.assertEqual(r.rc, 0, r)
+        recs = json_lines(r)
+        for name in self.SKIPPED:
+            self.assertEqual((recs[name]["status"], recs[name].get("skip")), ("skipped", "link-owner"))
+        self.assertIn(recs["css/hashed.css"]["status"], ("compressed", "copied"), recs["css/hashed.css"])
+
+
 class ForeignStore(PCTestCase):
     """Case 3: what is at DIR/cache.sqlite says what it is before anything writes to it."""
 
