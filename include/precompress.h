@@ -72,7 +72,9 @@ extern "C" {
      "in place)")                                                              \
   XX(EOUTTWICE, -4016,                                                         \
      "a file of an earlier PATH has the same path: its outputs in the "        \
-     "output directory are that file's")
+     "output directory are that file's")                                       \
+  XX(ENOWRITE, -4017,                                                          \
+     "cannot write outputs in this directory: its files are not compressed")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),

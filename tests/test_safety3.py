@@ -471,5 +471,57 @@ class CacheDirNeverWalked(PCTestCase):
         self.assertGreater(r.summary()["compressed"], 0, r)
 
 
+class UnwritableDirectories(PCTestCase):
+    """Case 6: a directory whose outputs cannot be written is found before its files are
+    read: one error line for it, its files failed (not even opened), the others compressed."""
+
+    LINE = "cannot write outputs in this directory: its files are not compressed"
+
+    def build(self):
+        t = self.path("t")
+        files = {"index.js": 0o777, "w1/a.js": 0o777, "w1/b.js": 0o777, "ro1/c.js": 0o755,
+                 "ro1/d.js": 0o755, "ro1/secret.js": 0o755, "ro2/g.js": 0o755, "ro2/w2/f.js": 0o777}
+        for k, (rel, dmode) in enumerate(sorted(files.items())):
+            p = os.path.join(t, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "wb") as f:
+                f.write(words_data(30000, seed=600 + k))
+            os.chmod(p, 0o644)
+            os.chmod(os.path.dirname(p), dmode)
+        os.chmod(t, 0o777)
+        # unreadable too: a run that opened it would say "Permission denied"
+        os.chmod(os.path.join(t, "ro1", "secret.js"), 0o600)
+        return t
+
+    def test_one_line_per_directory_and_nothing_read_there(self):
+        self.use_nobody()
+        t = self.build()
+        r = self.run_nobody(["-j2", "--json-lines", t])
+        self.assertEqual(sorted(r.error_lines()),
+                         ["precompress: %s/%s: %s" % (t, d, self.LINE) for d in ("ro1", "ro2")], r)
+        self.assertEqual(r.rc, 1, r)
+        recs = json_lines(r)
+        for rel in ("ro1/c.js", "ro1/d.js", "ro1/secret.js", "ro2/g.js"):
+            self.assertEqual((recs[rel]["status"], recs[rel].get("error")), ("failed", self.LINE), recs[rel])
+        for rel in ("index.js", "w1/a.js", "w1/b.js", "ro2/w2/f.js"):
+            self.assertEqual(recs[rel]["status"], "compressed", recs[rel])
+            for ext in ("gz", "br"):
+                p = os.path.join(t, rel + "." + ext)
+                self.assertEqual(decode(ext, p), open(os.path.join(t, rel), "rb").read(), p)
+        s = r.summary()
+        self.assertEqual((s["failed"], s["errors"], s["compressed"]), (4, 2, 4), s)
+
+    def test_dry_run_and_check_find_nothing_to_report(self):
+        """They write nothing: an unwritable directory is no error of theirs."""
+        self.use_nobody()
+        t = self.build()
+        os.chmod(os.path.join(t, "ro1", "secret.js"), 0o644)
+        for mode in (["-n"], ["--check"]):
+            with self.subTest(mode=mode):
+                r = self.run_nobody(mode + ["--json", t])
+                self.assertEqual(r.error_lines(), [], r)
+                self.assertEqual(r.summary()["failed"], 0, r)
+
+
 if __name__ == "__main__":
     main()
