@@ -523,5 +523,46 @@ class UnwritableDirectories(PCTestCase):
                 self.assertEqual(r.summary()["failed"], 0, r)
 
 
+class DjangoError(PCTestCase):
+    """Issue 23's last point: precompress.django's error, when the program exits non-zero and
+    prints nothing, names the exit status and the command."""
+
+    SCRIPT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from django.conf import settings
+settings.configure(STATIC_ROOT=sys.argv[3], PRECOMPRESS_BINARY=sys.argv[2], STATIC_URL="/static/")
+import django
+django.setup()
+from precompress.django import CompressedStaticFilesStorage, PrecompressError
+try:
+    list(CompressedStaticFilesStorage().compress_files(["a.js", "b.js", "c.js", "d.js"]))
+except PrecompressError as e:
+    print(e)
+    sys.exit(0)
+sys.exit("no PrecompressError")
+"""
+
+    def test_silent_failure_names_status_and_command(self):
+        py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+        check = subprocess.run(["/usr/bin/python3", "-c", "import django, whitenoise"], capture_output=True)
+        if check.returncode != 0:
+            self.skipTest("python3-django or python3-whitenoise is missing")
+        prog = self.path("silent-precompress")
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\nexit 3\n")
+        os.chmod(prog, 0o755)
+        static = self.path("static")
+        os.makedirs(static)
+        r = subprocess.run(["/usr/bin/python3", "-c", self.SCRIPT, py, prog, static], capture_output=True,
+                           text=True, env=dict(child_env(), PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(r.returncode, 0, r)
+        msg = r.stdout.strip()
+        self.assertTrue(msg.startswith("precompress exited with status 3 and printed nothing"), msg)
+        self.assertIn("in %s" % static, msg)
+        self.assertIn("%s --json-lines --skip-ext " % prog, msg)
+        self.assertIn("-- a.js b.js c.js ... (4 names in all)", msg)
+
+
 if __name__ == "__main__":
     main()
