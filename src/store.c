@@ -159,17 +159,30 @@ static int check_files(const char *path) {
   return 0;
 }
 
-/* Creates the store's file 0600 before SQLite sees it (SQLite would make
- * it 0644 less the umask), never through a symlink: O_NOFOLLOW, and
- * O_NONBLOCK so that a FIFO planted there cannot hang the run.
+/* A store at path for the writer: what is there judged (storeid.h); made
+ * (whole, then renamed in) when nothing is, or when an empty file is.
+ * Checked like the directory (check_files) before and after. 0 with *kind,
+ * or a negative code.
  */
-static int create_store(const char *path) {
-  int fd =
-      open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return errno == ELOOP ? PC_EUNSAFE : PC__ERRNO();
-  close(fd);
-  return 0;
+static int writable_store(const char *path, pc__store_kind_t *kind) {
+  struct stat st;
+  int err;
+
+  if (lstat(path, &st) != 0) {
+    if (errno != ENOENT)
+      return PC__ERRNO();
+    if ((err = pc__store_make(path, 0)) != 0)
+      return err;
+  }
+  if ((err = check_files(path)) != 0 ||
+      (err = pc__store_identify(path, kind)) != 0)
+    return err;
+  if (*kind != PC__STORE_EMPTY)
+    return 0;
+  if ((err = pc__store_make(path, 1)) != 0 || (err = check_files(path)) != 0 ||
+      (err = pc__store_identify(path, kind)) != 0)
+    return err;
+  return *kind == PC__STORE_OURS ? 0 : PC_ESTORE;
 }
 
 /* --- connections ------------------------------------------------------ */
@@ -597,8 +610,8 @@ fail:
 }
 
 /* The writer's connection, on a file pc__store_identify() found to be a
- * store (or to be made one): stamped or made first, before any other
- * statement writes (storeid.h).
+ * store: an unstamped one stamped first, before any other statement
+ * writes (storeid.h).
  */
 static int open_writer(pc__store_t *c, pc__store_kind_t kind) {
   int rc, err;
@@ -656,7 +669,6 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
   err = pc__cache_dir(dir, !read_only, &canon);
   if (err == 0 && (c->path = pc__path_join(canon, PC__STORE_FILE)) == NULL)
     err = -ENOMEM;
-  free(canon);
   if (err == 0)
     err = check_files(c->path);
   if (err != 0)
@@ -672,9 +684,8 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
       goto fail;
   } else {
     /* What is there says what it is before anything writes to it. */
-    if ((err = create_store(c->path)) != 0 ||
-        (err = check_files(c->path)) != 0 ||
-        (err = pc__store_identify(c->path, &kind)) != 0 ||
+    pc__store_reap(canon);
+    if ((err = writable_store(c->path, &kind)) != 0 ||
         (err = open_writer(c, kind)) != 0)
       goto fail;
     if (uv_thread_create(&c->writer, writer_main, c) != 0) {
@@ -683,9 +694,11 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
     }
     c->writer_on = 1;
   }
+  free(canon);
   *out = c;
   return 0;
 fail:
+  free(canon);
   pc__store_close(c);
   return err;
 }

@@ -9,10 +9,16 @@
  */
 #include "storeid.h"
 
+#include "out.h"
+#include "store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The schema. `entry` is small (key, last use, payload length) so that
  * refreshing a last use rewrites a few pages, never a payload; `payload`
@@ -224,41 +230,110 @@ int pc__store_identify(const char *path, pc__store_kind_t *kind) {
 
 int pc__store_stamp(sqlite3 *db, pc__store_kind_t kind) {
   pc__store_kind_t now;
-  int64_t objects, id, version;
-  int rc, err = 0;
+  int rc, err;
 
-  if (kind == PC__STORE_OURS)
+  if (kind != PC__STORE_UNSTAMPED)
     return 0;
-  /* Before the transaction: the size the first page will be written at. */
-  if (kind == PC__STORE_EMPTY &&
-      (rc = sqlite3_exec(db, "PRAGMA page_size = " DB_PAGE_SIZE, NULL, NULL,
-                         NULL)) != SQLITE_OK)
-    return pc__store_err(db, rc);
   if ((rc = sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL)) != SQLITE_OK)
     return pc__store_err(db, rc);
-  /* Looked at again inside the lock: what is there now decides. A file
-   * that was empty and still holds no object, id or version is made a
-   * store (a write transaction gives an empty file its first page in
-   * memory: its page count no longer says 0); one another run made a
-   * store meanwhile is taken as it is.
+  /* Looked at again inside the lock, WAL included (the identifying read
+   * saw the file alone): another run may have stamped it meanwhile.
    */
-  if ((rc = query_int(db, "SELECT count(*) FROM sqlite_master", &objects)) !=
-          SQLITE_OK ||
-      (rc = query_int(db, "PRAGMA application_id", &id)) != SQLITE_OK ||
-      (rc = query_int(db, "PRAGMA user_version", &version)) != SQLITE_OK) {
+  if ((err = judge(db, &now)) == 0 && now == PC__STORE_UNSTAMPED &&
+      (rc = sqlite3_exec(db, STAMP, NULL, NULL, NULL)) != SQLITE_OK)
     err = pc__store_err(db, rc);
-  } else if (kind == PC__STORE_EMPTY && objects == 0 && id == 0 &&
-             version == 0) {
-    if ((rc = sqlite3_exec(db, STAMP SCHEMA, NULL, NULL, NULL)) != SQLITE_OK)
-      err = pc__store_err(db, rc);
-  } else if ((err = judge(db, &now)) == 0 && now == PC__STORE_UNSTAMPED &&
-             (rc = sqlite3_exec(db, STAMP, NULL, NULL, NULL)) != SQLITE_OK) {
-    err = pc__store_err(db, rc);
-  }
   if (err == 0 &&
       (rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL)) != SQLITE_OK)
     err = pc__store_err(db, rc);
   if (err != 0 && !sqlite3_get_autocommit(db))
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   return err;
+}
+
+/* Puts the made store (o's temp) at `path`: over an empty file, or where
+ * nothing is, without replacing what another run put there meanwhile
+ * (renameat2 RENAME_NOREPLACE; link() and unlink() where there is none).
+ * 0, 1 when another run's store was there first (ours removed), or a
+ * negative code.
+ */
+static int place(pc__out_t *o, const char *path, int replace) {
+  int r;
+
+  if (replace)
+    return pc__out_finish(o, path);
+#if defined(RENAME_NOREPLACE) && !PC_FORCE_PORTABLE
+  r = renameat2(AT_FDCWD, o->tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+  if (r != 0 && (errno == EINVAL || errno == ENOSYS)) /* not on this fs */
+#endif
+  {
+    r = link(o->tmp, path);
+    if (r == 0)
+      (void)unlink(o->tmp); /* a leftover is reaped: pc__store_reap() */
+  }
+  if (r != 0) {
+    int err = errno == EEXIST ? 1 : PC__ERRNO();
+    pc__out_discard(o);
+    return err;
+  }
+  close(o->fd);
+  o->fd = -1;
+  free(o->tmp);
+  o->tmp = NULL;
+  return 0;
+}
+
+int pc__store_make(const char *path, int replace) {
+  pc__out_t o = PC__OUT_INIT;
+  sqlite3 *db = NULL;
+  int rc, err;
+
+  if ((err = pc__out_open_mode(&o, AT_FDCWD, path, 0600)) != 0)
+    return err;
+  /* The temp is ours alone: no journal, one transaction, then to disk
+   * before it takes the store's name.
+   */
+  rc = sqlite3_open_v2(
+      o.tmp, &db,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(db,
+                      "PRAGMA page_size = " DB_PAGE_SIZE ";"
+                      "PRAGMA journal_mode = OFF;"
+                      "BEGIN;" STAMP SCHEMA "COMMIT;",
+                      NULL, NULL, NULL);
+  err = rc == SQLITE_OK ? 0 : pc__store_err(db, rc);
+  if (sqlite3_close(db) != SQLITE_OK && err == 0)
+    err = PC_ESTORE;
+  if (err == 0 && fdatasync(o.fd) != 0)
+    err = PC__ERRNO();
+  if (err != 0) {
+    pc__out_discard(&o);
+    return err;
+  }
+  err = place(&o, path, replace);
+  return err == 1 ? 0 : err;
+}
+
+void pc__store_reap(const char *dir) {
+  static const char base[] = "." PC__STORE_FILE ".";
+  struct timespec now;
+  struct dirent *d;
+  int fd;
+  DIR *ds;
+
+  clock_gettime(CLOCK_REALTIME, &now);
+  if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    return;
+  if ((ds = fdopendir(fd)) == NULL) {
+    close(fd);
+    return;
+  }
+  /* Only names of our temps of the store; each removed when a killed
+   * run's (pc__out_reap: unlocked, made before now).
+   */
+  while ((d = readdir(ds)) != NULL)
+    if (strncmp(d->d_name, base, sizeof(base) - 1) == 0 &&
+        pc__is_temp_name(d->d_name))
+      pc__out_reap(dirfd(ds), d->d_name, &now);
+  closedir(ds);
 }

@@ -346,7 +346,7 @@ class ForeignStore(PCTestCase):
                     if not mode:
                         self.assertGreater(s["compressed"], 0, "the run went on without the cache")
 
-    def test_an_empty_file_is_made_a_store(self):
+    def test_an_empty_file_is_replaced_by_a_store(self):
         cache = self.foreign("empty", lambda p: open(p, "wb").close())
         self.run_ok(["-q", "--cache-dir", cache, self.copy_site("a")])
         db = sqlite3.connect(store_path(cache))
