@@ -73,7 +73,7 @@ extern "C" {
   XX(EOUTTWICE, -4016,                                                         \
      "a file of an earlier PATH has the same path: its outputs in the "        \
      "output directory are that file's")                                       \
-  XX(ENOWRITE, -4017,                                                          \
+  XX(ENOWRITE, -4019,                                                          \
      "cannot write outputs in this directory: its files are not compressed")
 
 enum {
