@@ -136,10 +136,11 @@ typedef enum pc_skip {
   PC_SKIP_MIN_SIZE,    /* smaller than --min-size */
   PC_SKIP_SPECIAL,     /* FIFO, socket or device: never opened */
   PC_SKIP_BROKEN_LINK, /* a symlink whose target cannot be reached */
+  PC_SKIP_RATIO,       /* compressed, and no format saved enough (summary) */
   PC_SKIP_LINK_OWNER,  /* a symlink the rule does not follow: another
                           account's, to a file not its owner's and not
-                          beside or above it in the PATH (never opened) */
-  PC_SKIP_RATIO,       /* compressed, and no format saved enough (summary) */
+                          beside or above it in the PATH (never opened);
+                          last, so that no earlier value moves */
   PC_SKIP_MAX_
 } pc_skip_t;
 
