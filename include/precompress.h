@@ -83,7 +83,9 @@ extern "C" {
      "a file of an earlier PATH has the same path: its outputs in the "        \
      "output directory are that file's")                                       \
   XX(ENODCB, -4017, "built without brotli 1.1's dictionaries (.dcb)")          \
-  XX(EDICTWINDOW, -4018, "the dictionary is over the RFC 9842 window limit")
+  XX(EDICTWINDOW, -4018, "the dictionary is over the RFC 9842 window limit")   \
+  XX(ENOWRITE, -4019,                                                          \
+     "cannot write outputs in this directory: its files are not compressed")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -151,8 +153,16 @@ typedef enum pc_skip {
   PC_SKIP_SPECIAL,     /* FIFO, socket or device: never opened */
   PC_SKIP_BROKEN_LINK, /* a symlink whose target cannot be reached */
   PC_SKIP_RATIO,       /* compressed, and no format saved enough (summary) */
+  PC_SKIP_LINK_OWNER,  /* a symlink the rule does not follow: another
+                          account's, to a file not its owner's and not
+                          beside or above it in the PATH (never opened);
+                          last, so that no earlier value moves */
   PC_SKIP_MAX_
 } pc_skip_t;
+
+/* Slots of pc_totals_t.skipped: room for reasons to come without moving the
+ * fields after it (see "Versions"). */
+#define PC_SKIPS_MAX 16
 
 /* Name used in the manifest and the summary ("extension", "ratio", ...). */
 PC_EXTERN const char *pc_skip_name(pc_skip_t s);
@@ -222,7 +232,8 @@ typedef struct pc_totals {
   uint64_t deduped;    /* of `compressed`: outputs copied from a file with
                           the same bytes instead of compressing again */
   uint64_t cached;     /* of `compressed`: results taken from the cache */
-  uint64_t skipped[PC_SKIP_MAX_]; /* files with no output, by reason */
+  uint64_t skipped[PC_SKIPS_MAX]; /* files with no output, by reason
+                                    ([PC_SKIP_MAX_] and up unused) */
   uint64_t failed;                /* files that failed */
   uint64_t errors;  /* other failures: a directory that cannot be read,
                        the manifest or the cache (see on_error) */

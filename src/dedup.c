@@ -41,7 +41,6 @@ void pc__dedup_free(pc__dedup_t *d) {
     int f;
     for (f = 0; f < PC_NFORMATS; f++)
       free(d->all[i]->bytes[f]);
-    free(d->all[i]->leader);
     free(d->all[i]);
   }
   free(d->all);
@@ -63,7 +62,7 @@ static int content_is(const void *ctx, uint32_t item, const void *key) {
 }
 
 int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
-                    const char *path, pc__content_t **out, pc__claim_t *how) {
+                    pc__content_t **out, pc__claim_t *how) {
   content_key_t k = {size, h};
   pc__content_t *c;
   size_t s;
@@ -90,9 +89,7 @@ int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
     d->all = all;
     d->capall = ncap;
   }
-  c = calloc(1, sizeof(*c));
-  if (c == NULL || (c->leader = pc__strdup(path)) == NULL) {
-    free(c);
+  if ((c = calloc(1, sizeof(*c))) == NULL) {
     err = -ENOMEM;
     goto out;
   }
@@ -218,54 +215,6 @@ static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
   return 0;
 }
 
-/* 1 if the file at `other` holds the same bytes as ours (in `whole`, or
- * read from fd, which is rewound), 0 if not, or a negative code for an
- * error reading our own file.
- */
-static int same_bytes(pc__job_t *j, int fd, const unsigned char *whole,
-                      const char *other) {
-  unsigned char *a = NULL, *b = NULL;
-  uint64_t left = j->size;
-  struct stat st;
-  int ofd, ret = 1, err;
-
-  ofd = open(other, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (ofd < 0)
-    return 0;
-  if (fstat(ofd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      (uint64_t)st.st_size != j->size) {
-    close(ofd);
-    return 0;
-  }
-  if ((b = malloc(left < PC__CHUNK ? (size_t)left : PC__CHUNK)) == NULL ||
-      (whole == NULL &&
-       (a = malloc(left < PC__CHUNK ? (size_t)left : PC__CHUNK)) == NULL)) {
-    ret = -ENOMEM;
-    goto out;
-  }
-  while (left > 0 && ret == 1) {
-    size_t n = left < PC__CHUNK ? (size_t)left : PC__CHUNK;
-    const unsigned char *mine = whole + (j->size - left);
-    if (whole == NULL) {
-      if ((err = pc__read_full(fd, a, n, -1)) != 0) {
-        ret = err;
-        break;
-      }
-      mine = a;
-    }
-    if (pc__read_full(ofd, b, n, -1) != 0 || memcmp(mine, b, n) != 0)
-      ret = 0;
-    left -= n;
-  }
-  if (whole == NULL && ret >= 0 && lseek(fd, 0, SEEK_SET) != 0)
-    ret = PC__ERRNO();
-out:
-  free(a);
-  free(b);
-  close(ofd);
-  return ret;
-}
-
 /* Writes the leader's kept outputs into our temp files from the copy the
  * leader published (dedup.h), never from its files. 0 when every kept
  * output was written, 1 when the leader kept no copy of one (too big, or
@@ -299,18 +248,20 @@ static int copy_outputs(pc__job_t *j, pc__fmt_t *fs, const pc_output_t *lo,
   return 0;
 }
 
-/* Outputs from an identical file, when the leader succeeded and the bytes
- * really are equal. 1 when done, 0 to compress instead, negative on error.
+/* Outputs from an identical file, when the leader succeeded. Its outputs
+ * were made from bytes of this size and hash (the leader proved it: a
+ * second read that hashes otherwise fails it, job.c), and ours hash so
+ * too: the copies are of our bytes as we read them. Never compared with
+ * the leader's file as it is now, which its owner may have put back as
+ * it was after feeding the encoders other bytes. 1 when done, 0 to
+ * compress instead, negative on error.
  */
-static int try_copy(pc__job_t *j, int fd, const unsigned char *whole,
-                    pc__fmt_t *fs) {
+static int try_copy(pc__job_t *j, pc__fmt_t *fs) {
   pc_output_t lo[PC_NFORMATS];
   int ok, r, f;
 
   if (!pc__dedup_result(j->cfg->dedup, j->content, &ok, lo) || !ok)
     return 0;
-  if ((r = same_bytes(j, fd, whole, j->content->leader)) != 1)
-    return r;
   r = copy_outputs(j, fs, lo, j->content);
   if (r != 0) {
     for (f = 0; f < PC_NFORMATS; f++)
@@ -335,8 +286,8 @@ int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole, uint64_t h[2],
     if (j->content == NULL) {
       pc__claim_t how;
       if ((err = hash_file(j, fd, whole, h)) != 0 ||
-          (err = pc__dedup_claim(j->cfg->dedup, j->size, h, j->fullpath,
-                                 &j->content, &how)) != 0) {
+          (err = pc__dedup_claim(j->cfg->dedup, j->size, h, &j->content,
+                                 &how)) != 0) {
         pc__job_fail(j, err, NULL);
         return 1;
       }
@@ -347,12 +298,8 @@ int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole, uint64_t h[2],
       }
       j->lead = how == PC__CLAIM_LEAD;
     }
-    if (!j->lead && (r = try_copy(j, fd, *whole, fs)) < 0) {
+    if (!j->lead && (r = try_copy(j, fs)) < 0) {
       pc__job_fail(j, r, NULL);
-      return 1;
-    }
-    if (!j->lead && r == 0 && *whole == NULL && lseek(fd, 0, SEEK_SET) != 0) {
-      pc__job_fail(j, PC__ERRNO(), NULL);
       return 1;
     }
   }

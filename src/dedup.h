@@ -2,13 +2,16 @@
  *
  * Every job hashes its file (XXH3-128) before compressing and claims the
  * (size, hash) in this table. The first claimant leads: it compresses and
- * publishes what it kept, with a copy of each output's bytes. A later one
- * whose content was claimed either waits for the leader (back on the loop,
- * not blocking a worker) or, once the leader is done, checks that the two
- * files hold the same bytes and writes the leader's outputs from that copy
- * instead of compressing. Never from the leader's output files: whoever
- * can write the leader's directory could swap them, and their bytes would
- * land beside another user's file.
+ * publishes what it kept, with a copy of each output's bytes, once its
+ * compressing read has given the same hash again (job.c): what it
+ * publishes was made from bytes of that size and hash. A later one whose
+ * content was claimed either waits for the leader (back on the loop, not
+ * blocking a worker) or, once the leader is done, writes the leader's
+ * outputs from that copy instead of compressing. Never from the leader's
+ * output files (whoever can write the leader's directory could swap them,
+ * and their bytes would land beside another user's file), and never
+ * judged by the leader's file as it is now (its owner may have fed the
+ * encoders other bytes and put the file back since).
  *
  * This is the one lock in the library: workers claim concurrently, and a
  * round trip through the loop thread for every file would cost more than
@@ -27,7 +30,6 @@ typedef struct pc__dedup pc__dedup_t;
 typedef struct pc__content {
   uint64_t size;
   uint64_t h[2];
-  char *leader; /* owned; the leader's source path */
   /* Written by the leader's worker under the table lock, before its job
    * returns to the loop; read under the lock.
    */
@@ -53,9 +55,9 @@ typedef enum pc__claim {
 int pc__dedup_new(pc__dedup_t **out);
 void pc__dedup_free(pc__dedup_t *d);
 
-/* Claims content (size, h) for `path`. *c receives the entry. */
+/* Claims content (size, h). *c receives the entry. */
 int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
-                    const char *path, pc__content_t **c, pc__claim_t *how);
+                    pc__content_t **c, pc__claim_t *how);
 
 /* Outputs' bytes the table holds at most, all contents together: 128 MiB,
  * or a quarter of the run's memory limit when that is less.
@@ -92,8 +94,9 @@ struct pc__fmt;
 
 /* The job's dedupe phase, its source open as fd: hashes the file into h
  * (*whole: the whole file when it fits PC__CHUNK, malloc'd, the caller's
- * to free) and claims the content; a follower whose leader is done writes
- * the leader's outputs (j->copied) when the bytes are the same. 1 when the
+ * to free; else fd is left at its start) and claims the content; a
+ * follower whose leader is done writes the leader's outputs (j->copied)
+ * when the leader kept a copy of each. 1 when the
  * job stops here (an error recorded, or j->wait: park it until the leader
  * is done), 0 to go on (compressing unless j->copied). A follower back
  * from waiting takes the hash from its claim.

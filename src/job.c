@@ -11,13 +11,19 @@
  * Before compressing, the file is hashed and its content claimed (dedup.h).
  * A file up to PC__CHUNK is read whole for that and compressed from the same
  * buffer; a larger one is hashed in a first pass and read again to
- * compress (from the page cache: cheap beside the codecs).
+ * compress (from the page cache: cheap beside the codecs). That second read
+ * is hashed too, and must give the first one's hash before anything is
+ * stored in the cache, published to identical files or renamed into place:
+ * whoever owns the file could rewrite it between the two reads and put its
+ * mtime back, and the outputs of their bytes would then stand for the
+ * bytes hashed (issue 23).
  */
 #include "job.h"
 
 #include "cache.h"
 #include "dedup.h"
 #include "incremental.h"
+#include "linkrule.h"
 #include "settle.h"
 #include "work.h"
 
@@ -31,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 pc__job_t *pc__job_new(char *fullpath, size_t rel_off, uint32_t root,
                        int root_fd, const struct stat *st, int via_link,
@@ -59,8 +66,9 @@ uint64_t pc__job_mem(const pc__cfg_t *cfg, uint64_t size) {
   uint64_t out = size < PC__SPILL ? size : PC__SPILL;
   int f;
 
-  /* The file's bytes (whole, or one chunk and its re-read to compare with
-   * an identical file's), and per format its encoder and the output held
+  /* The file's bytes (whole, or one chunk of the hashing pass and one of
+   * the compressing pass: counted twice, though one is freed before the
+   * other is taken), and per format its encoder and the output held
    * until it spills, which pc__buf_reserve() may have doubled past PC__SPILL.
    */
   m += 2 * in;
@@ -231,23 +239,34 @@ static void drop(const pc__job_t *j, pc__fmt_t *s) {
 }
 
 /* Feeds the whole source to every format: from `whole` when the file is in
- * memory, else read in chunks from fd.
+ * memory (hashed from that very buffer), else read in chunks from fd, each
+ * chunk hashed as the encoders get it: `h` (the content's hash, when the
+ * job has one) must come out again, or the file changed since it was
+ * hashed (PC_ECHANGED), and nothing compressed here may be kept.
  */
 static int compress_all(pc__job_t *j, int fd, pc__fmt_t *fs, uint64_t limit,
-                        const unsigned char *whole) {
+                        const unsigned char *whole, const uint64_t *h) {
   size_t bufsize = j->size < PC__CHUNK ? (size_t)j->size : PC__CHUNK;
   uint64_t done = 0;
   unsigned char *buf = NULL;
+  XXH3_state_t *xs = NULL;
   int err = 0, f;
 
-  if (whole == NULL && (buf = malloc(bufsize)) == NULL)
+  if (whole == NULL && ((buf = malloc(bufsize)) == NULL ||
+                        (h != NULL && (xs = XXH3_createState()) == NULL))) {
+    free(buf);
     return -ENOMEM;
+  }
+  if (xs != NULL)
+    XXH3_128bits_reset(xs);
   while (done < j->size) {
     size_t got = j->size - done < bufsize ? (size_t)(j->size - done) : bufsize;
     const unsigned char *in = whole;
     if (whole == NULL) {
       if ((err = pc__read_full(fd, buf, got, -1)) != 0)
         goto out;
+      if (xs != NULL)
+        XXH3_128bits_update(xs, buf, got);
       in = buf;
     } else {
       got = (size_t)j->size;
@@ -276,7 +295,13 @@ static int compress_all(pc__job_t *j, int fd, pc__fmt_t *fs, uint64_t limit,
       }
     }
   }
+  if (xs != NULL) {
+    XXH128_hash_t x = XXH3_128bits_digest(xs);
+    if (x.low64 != h[0] || x.high64 != h[1])
+      err = PC_ECHANGED;
+  }
 out:
+  XXH3_freeState(xs);
   free(buf);
   return err;
 }
@@ -401,26 +426,42 @@ static int prepare(pc__job_t *j, job_ctx_t *c) {
 }
 
 /* Phase 2: opens the source, still a regular file (never through a symlink
- * that appeared since the walk; O_NONBLOCK: a FIFO swapped in must not
- * block the worker). 1 when the job fails here.
+ * that appeared since the walk, nor one the rule does not follow: skipped,
+ * linkrule.h; O_NONBLOCK: a FIFO swapped in must not block the worker). 1
+ * when the job fails or ends here.
  */
 static int open_source(pc__job_t *j, job_ctx_t *c) {
-  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-              (j->via_link ? 0 : O_NOFOLLOW);
-  int f;
+  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  const char *name = j->fullpath + pc__job_base_off(j);
+  int f, r;
 
-  c->fd = openat(j->pdir, j->fullpath + pc__job_base_off(j), flags);
-  if (c->fd < 0 || fstat(c->fd, &c->st) != 0) {
+  if (j->via_link) {
+    /* A symlink: followed only as linkrule.h says, else skipped unread. */
+    if ((r = pc__link_open(j->pdir, name, j->root_fd, flags, &c->fd, &c->st)) <
+        0) {
+      pc__job_fail(j, r, NULL);
+      return 1;
+    }
+    if (r == 0) {
+      j->skip = PC_SKIP_LINK_OWNER;
+      j->mtime_ns = 0;
+      return 1;
+    }
+  } else if ((c->fd = openat(j->pdir, name, flags | O_NOFOLLOW)) < 0 ||
+             fstat(c->fd, &c->st) != 0) {
     pc__job_fail(j, PC__ERRNO(), NULL);
     return 1;
   }
   if (j->content != NULL) {
-    /* Back from waiting: the file must be as it was before (size and
-     * mtime, kept in the job then), and its outputs get the atime it had
-     * then: our own hashing read moved it since.
+    /* Back from waiting: the file must be the one hashed before (kept in
+     * the job then: size and mtime, and what its owner cannot put back,
+     * inode and ctime), and its outputs get the atime it had then: our
+     * own hashing read moved it since.
      */
     if ((uint64_t)c->st.st_size != j->size ||
-        pc__ns(c->st.st_mtim) != j->mtime_ns) {
+        pc__ns(c->st.st_mtim) != j->mtime_ns ||
+        pc__ns(c->st.st_ctim) != j->ctime_ns || c->st.st_dev != j->dev ||
+        c->st.st_ino != j->ino) {
       pc__job_fail(j, PC_ECHANGED, NULL);
       return 1;
     }
@@ -428,6 +469,9 @@ static int open_source(pc__job_t *j, job_ctx_t *c) {
   }
   j->atime0 = c->st.st_atim;
   j->mtime_ns = pc__ns(c->st.st_mtim);
+  j->ctime_ns = pc__ns(c->st.st_ctim);
+  j->dev = c->st.st_dev;
+  j->ino = c->st.st_ino;
   if (!S_ISREG(c->st.st_mode)) {
     pc__job_fail(j, PC_ENOTREG, NULL);
     return 1;
@@ -466,7 +510,8 @@ static int compress(pc__job_t *j, job_ctx_t *c) {
     any = 1;
   }
   j->cached = !any && j->cfg->cache != NULL;
-  if (any && (err = compress_all(j, c->fd, c->fs, limit, c->whole)) != 0) {
+  if (any && (err = compress_all(j, c->fd, c->fs, limit, c->whole,
+                                 c->have_hash ? c->h : NULL)) != 0) {
     pc__job_fail(j, err, NULL);
     return 1;
   }
@@ -483,9 +528,12 @@ static int compress(pc__job_t *j, job_ctx_t *c) {
   return 0;
 }
 
-/* Phase 5: the same size and mtime after the read as before it, or what
- * was read may be a mix of two versions. Closes the source. 1 when the job
- * fails here.
+/* Phase 5: the same size, mtime and ctime after the read as before it, or
+ * what was read may be a mix of two versions. The ctime because the
+ * file's owner can put size and mtime back (utime()) and not it. The hash
+ * check of compress_all() is what proves the bytes; this one also covers
+ * outputs copied or taken from the cache (no second read). Closes the
+ * source. 1 when the job fails here.
  */
 static int check_unchanged(pc__job_t *j, job_ctx_t *c) {
   struct stat after;
@@ -495,8 +543,8 @@ static int check_unchanged(pc__job_t *j, job_ctx_t *c) {
     return 1;
   }
   if (after.st_size != c->st.st_size ||
-      after.st_mtim.tv_sec != c->st.st_mtim.tv_sec ||
-      after.st_mtim.tv_nsec != c->st.st_mtim.tv_nsec) {
+      pc__ns(after.st_mtim) != pc__ns(c->st.st_mtim) ||
+      pc__ns(after.st_ctim) != pc__ns(c->st.st_ctim)) {
     pc__job_fail(j, PC_ECHANGED, NULL);
     return 1;
   }

@@ -59,6 +59,13 @@ typedef struct pc__job {
   int via_link;     /* the walk saw a symlink to a file: open through it */
   uint64_t size;    /* walk's size (scheduling); fstat's once opened */
   int64_t mtime_ns; /* walk's mtime; fstat's once opened */
+  /* Once opened, what its owner cannot put back as it was (mtime and
+   * size can be, with utime() and a rewrite): a follower back from
+   * waiting on its leader must find the very file it hashed.
+   */
+  int64_t ctime_ns;
+  dev_t dev;
+  ino_t ino;
 
   /* Results, written by the worker. */
   struct stat *st; /* while it runs: the source as opened (the worker's) */

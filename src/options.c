@@ -36,6 +36,7 @@ static const char *const skip_names[PC_SKIP_MAX_] = {
     [PC_SKIP_SPECIAL] = "special",
     [PC_SKIP_BROKEN_LINK] = "broken-link",
     [PC_SKIP_RATIO] = "ratio",
+    [PC_SKIP_LINK_OWNER] = "link-owner",
 };
 
 static const char *const engine_names[] = {"zlib", "libdeflate", "zopfli"};

@@ -322,3 +322,7 @@ void pc__out_discard(pc__out_t *o) {
     o->tmp = NULL;
   }
 }
+
+int pc__out_writable(int dirfd) {
+  return faccessat(dirfd, ".", W_OK | X_OK, AT_EACCESS) == 0 ? 0 : PC__ERRNO();
+}

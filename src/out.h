@@ -69,6 +69,13 @@ int pc__out_reap(int dirfd, const char *name, const struct timespec *before);
  */
 int pc__out_dir(int base, const char *rel, size_t len, int create);
 
+/* 0 if this process may create and remove files in the directory open at
+ * dirfd (faccessat W_OK|X_OK with the effective ids: modes, ACLs, a
+ * read-only mount, an immutable directory), else the negative errno. What
+ * finds a directory unwritable before any of its files is read.
+ */
+int pc__out_writable(int dirfd);
+
 /* Closes and removes the temp, if any (cleanup path; never fails). */
 void pc__out_discard(pc__out_t *o);
 

@@ -279,7 +279,8 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
     rec.root = j->root;
     rec.err = j->err;
     rec.skip = j->skip;
-    rec.size = j->size;
+    /* A link not followed: its target's size is not the run's to tell. */
+    rec.size = j->skip == PC_SKIP_LINK_OWNER ? 0 : j->size;
     rec.mtime_ns = j->mtime_ns;
     rec.deduped = j->copied;
     rec.cached = j->cached;
@@ -424,6 +425,37 @@ static int claim_outputs(pc__run_t *r, const pc__sel_entry_t *se) {
   return ret;
 }
 
+/* 0 when the outputs of the entry's directory may be written where they
+ * go (beside it, or with --output-dir its mirror, when that exists), else
+ * PC_ENOWRITE, the code its files fail with before any of them is read.
+ * The directory is looked at once, when the walk comes to it, and said
+ * once (issue 23: not one line per output after compressing them all). A
+ * dry run writes nothing, so it finds nothing unwritable.
+ */
+static int out_dir_ok(pc__run_t *r, const pc__entry_t *e) {
+  int fd = e->dfd;
+  char *label;
+
+  if (r->cfg.dry_run)
+    return 0;
+  if (r->wdir_known && r->wdir.dev == e->dir.dev && r->wdir.ino == e->dir.ino)
+    return r->wdir_err;
+  r->wdir_known = 1;
+  r->wdir = e->dir;
+  r->wdir_err = 0;
+  if (r->cfg.outdir) /* a mirror still to make is the jobs' to report */
+    fd = r->mirror.state == PC__MIRROR_OPEN ? r->mirror.fd : -1;
+  if ((fd < 0 && fd != AT_FDCWD) || pc__out_writable(fd) == 0)
+    return 0;
+  r->wdir_err = PC_ENOWRITE;
+  label = r->cfg.outdir && e->drel[0] ? pc__path_join(r->cfg.out_label, e->drel)
+          : r->cfg.outdir             ? pc__strdup(r->cfg.out_label)
+                          : pc__strdup(e->dfull[0] ? e->dfull : ".");
+  report_error(r, label, PC_ENOWRITE);
+  free(label);
+  return r->wdir_err;
+}
+
 /* A regular file (per the listing) that the earlier manifest records and
  * that passes every filter: handed to a worker without a stat, which
  * checks it there (job.h). 1 when it was; *full is then the job's.
@@ -438,7 +470,8 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
    * filter twice.
    */
   if ((p = pc__prev_next(r->prev, e->root, se->rel, &r->prev_hint)) == NULL ||
-      p->size == 0 || pc__select_file(&r->sel, se, NULL) != PC__SEL_SOURCE)
+      p->size == 0 || pc__select_file(&r->sel, se, NULL) != PC__SEL_SOURCE ||
+      out_dir_ok(r, e) != 0) /* statted here: unchanged, or failed */
     return 0;
   /* Its path taken: the statted path records the error. */
   if (!claim_outputs(r, se))
@@ -482,6 +515,11 @@ static void take_source(pc__run_t *r, const pc__entry_t *e,
   if (why == PC_SKIP_NONE && r->prev != NULL &&
       (prev = is_unchanged(r, e, *rel, st, absent)) != NULL) {
     unchanged_file(r, e->root, *full, prev);
+    return;
+  }
+  if (out_dir_ok(r, e) != 0) { /* said once for its directory */
+    skip_file(r, e->root, *rel, *full, PC_SKIP_NONE, st, PC_ENOWRITE);
+    *rel = NULL;
     return;
   }
   j = pc__job_new(*full, strlen(*full) - se->rel_len, e->root,
@@ -985,9 +1023,9 @@ static uint64_t cache_budget(uint64_t limit) {
   return b < ((uint64_t)128 << 20) ? b : (uint64_t)128 << 20;
 }
 
-/* Opens the cache, and keeps it out of the walk: its entries are not
- * sources, even when it lies inside a PATH (its entries' directory, even
- * when it is a PATH itself). PC_EUNSAFE (a cache others could write) ends
+/* Opens the cache, and keeps its whole directory out of the walk: never
+ * entered when it lies inside a PATH, never walked when a PATH is it or
+ * lies inside it. PC_EUNSAFE (a cache others could write) ends
  * the run before it starts; any other failure is reported and the run
  * goes on without a cache.
  */
@@ -1009,12 +1047,20 @@ static int open_cache(pc__run_t *r) {
   }
   r->cfg.cache = c;
   if (stat(r->opts->cache_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-    r->sel.skip_dirs[r->sel.nskip_dirs].dev = st.st_dev;
-    r->sel.skip_dirs[r->sel.nskip_dirs].ino = st.st_ino;
-    r->sel.nskip_dirs++;
+    pc__devino_t id = {st.st_dev, st.st_ino};
+    uint32_t k;
+    r->sel.skip_dirs[r->sel.nskip_dirs++] = id;
     r->sel.cache_known = 1;
-    r->sel.cache_dir.dev = st.st_dev;
-    r->sel.cache_dir.ino = st.st_ino;
+    r->sel.cache_dir = id;
+    /* A PATH that is the cache's directory or lies in it: nothing there
+     * is a source, whatever it holds (an old v1/ tree, files of others).
+     * File PATHs of one directory share its descriptor: judged once.
+     */
+    for (k = 0; k < r->nroots; k++)
+      r->roots[k].skip =
+          k > 0 && r->roots[k].fd == r->roots[k - 1].fd
+              ? r->roots[k - 1].skip
+              : r->roots[k].fd >= 0 && pc__walk_below(r->roots[k].fd, id);
   }
   return 0;
 }

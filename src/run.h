@@ -70,8 +70,14 @@ typedef struct pc__run {
   int walk_done;
   int cache_kicked;    /* pc__store_kick() called: the run's tail began */
   pc__mirror_t mirror; /* --output-dir: the walk's directory's mirror */
-  pc__relset_t rels;   /* --output-dir and more than one PATH: the paths
-                          below their PATH of the files taken so far */
+  /* The directory the walk last judged writable or not (out_dir_ok()):
+   * its identity and the code its files fail with (0: writable).
+   */
+  int wdir_known;
+  pc__devino_t wdir;
+  int wdir_err;
+  pc__relset_t rels; /* --output-dir and more than one PATH: the paths
+                        below their PATH of the files taken so far */
 
   /* Schedule: units by size, largest first, within `jobs` and the memory
    * limit (schedule.h); a slot of the pool for each one in flight.

@@ -1,5 +1,8 @@
 #include "store.h"
 
+#include "cachedir.h"
+#include "storeid.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -10,26 +13,6 @@
 #include <uv.h>
 #include <xxhash.h>
 
-/* The schema. `entry` is small (key, last use, payload length) so that
- * refreshing a last use rewrites a few pages, never a payload; `payload`
- * is filled in rowid order (new ids only grow), which packs its pages.
- * `lim` is the rejection limit, or -1 for a payload. Bump FORMAT for any
- * change: a store of another format is refused, not misread.
- */
-#define FORMAT 1
-#define SCHEMA                                                                 \
-  "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER);"            \
-  "INSERT OR IGNORE INTO meta VALUES('format', 1);"                            \
-  "CREATE TABLE IF NOT EXISTS entry(id INTEGER PRIMARY KEY,"                   \
-  " key BLOB NOT NULL UNIQUE, used INTEGER NOT NULL, bytes INTEGER NOT NULL);" \
-  "CREATE TABLE IF NOT EXISTS payload(id INTEGER PRIMARY KEY,"                 \
-  " lim INTEGER NOT NULL, sum BLOB NOT NULL, data BLOB NOT NULL);"
-
-/* 16 KiB pages: a 1 KiB payload wastes less of a page's end than at 4 KiB
- * (store 1.15x its payload against 1.31x on 100,000 small .gz; 64 KiB
- * gains 3% more and reads slower). Only a new store takes it.
- */
-#define DB_PAGE_SIZE "16384"
 #define KEYLEN 38
 #define CHUNK ((size_t)1 << 16)
 /* Payloads up to this size come with the lookup's row, verified and copied
@@ -135,29 +118,6 @@ static void sum_bytes(const XXH128_hash_t *h, unsigned char out[16]) {
 
 /* --- safety of the directory and the store -------------------------- */
 
-static int mkdir_p(const char *dir) {
-  char *p = pc__strdup(dir), *s;
-  int err = 0;
-
-  if (p == NULL)
-    return -ENOMEM;
-  for (s = p + 1; err == 0; s++) {
-    if (*s != '/' && *s != '\0')
-      continue;
-    {
-      char ch = *s;
-      *s = '\0';
-      if (mkdir(p, 0700) != 0 && errno != EEXIST)
-        err = PC__ERRNO();
-      *s = ch;
-    }
-    if (*s == '\0')
-      break;
-  }
-  free(p);
-  return err;
-}
-
 /* Refuses (PC_EUNSAFE) what another user owns or others can write: they
  * could plant or swap entries our outputs would be copied from (OpenSSH's
  * StrictModes, for keys). The directory the user named may be reached
@@ -166,59 +126,6 @@ static int mkdir_p(const char *dir) {
 static int check_private(const struct stat *st) {
   if (st->st_uid != geteuid() || (st->st_mode & 022) != 0)
     return PC_EUNSAFE;
-  return 0;
-}
-
-/* Checks DIR and every directory above it, and gives its canonical name
- * (owned, in *canon), the one SQLite is then handed. SQLite opens by name,
- * so what must not change between this check and its open is every
- * component of that name: each directory from the root down must be root's
- * or ours and writable by no one else, unless sticky (/tmp: then no one
- * else may rename or remove what is ours in it). DIR itself must be ours
- * and private. The user may name DIR through a symlink: it is resolved
- * here, once, and SQLite never sees it.
- */
-/* One directory above DIR: root's or ours, and no one else may write it
- * unless it is sticky. Not a directory: a link swapped in since realpath().
- */
-static int check_ancestor(const char *p) {
-  struct stat st;
-  if (lstat(p, &st) != 0)
-    return PC__ERRNO();
-  if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
-      ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0))
-    return PC_EUNSAFE;
-  return 0;
-}
-
-static int check_dir(const char *dir, char **canon) {
-  struct stat st;
-  char *p;
-  size_t i;
-  int err;
-
-  *canon = NULL;
-  if ((p = realpath(dir, NULL)) == NULL)
-    return PC__ERRNO();
-  err = strcmp(p, "/") != 0 ? check_ancestor("/") : 0;
-  for (i = 1; p[i] != '\0' && err == 0; i++) {
-    if (p[i] != '/')
-      continue;
-    p[i] = '\0';
-    err = check_ancestor(p);
-    p[i] = '/';
-  }
-  if (err == 0 && lstat(p, &st) != 0)
-    err = PC__ERRNO();
-  if (err == 0)
-    err = S_ISLNK(st.st_mode)    ? PC_EUNSAFE
-          : !S_ISDIR(st.st_mode) ? -ENOTDIR
-                                 : check_private(&st);
-  if (err != 0) {
-    free(p);
-    return err;
-  }
-  *canon = p;
   return 0;
 }
 
@@ -252,77 +159,33 @@ static int check_files(const char *path) {
   return 0;
 }
 
-/* Creates the store's file 0600 before SQLite sees it (SQLite would make
- * it 0644 less the umask), never through a symlink: O_NOFOLLOW, and
- * O_NONBLOCK so that a FIFO planted there cannot hang the run.
+/* A store at path for the writer: what is there judged (storeid.h); made
+ * (whole, then renamed in) when nothing is, or when an empty file is.
+ * Checked like the directory (check_files) before and after. 0 with *kind,
+ * or a negative code.
  */
-static int create_store(const char *path) {
-  int fd =
-      open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return errno == ELOOP ? PC_EUNSAFE : PC__ERRNO();
-  close(fd);
-  return 0;
-}
+static int writable_store(const char *path, pc__store_kind_t *kind) {
+  struct stat st;
+  int err;
 
-/* Our code for SQLite's rc, called right after the failing call. A failed
- * system call says what it was (EMFILE, EIO): "damaged" only when none did.
- * SQLite records the errno of reads and writes, not of every call (an
- * unlink), hence errno as the fallback.
- */
-static int store_err(sqlite3 *db, int rc) {
-  int sys = db != NULL ? sqlite3_system_errno(db) : 0;
-
-  if (sys <= 0 && (rc & 0xff) != SQLITE_CORRUPT && (rc & 0xff) != SQLITE_NOTADB)
-    sys = errno;
-
-  switch (rc & 0xff) {
-  case SQLITE_NOMEM:
-    return -ENOMEM;
-  case SQLITE_FULL:
-    return -ENOSPC;
-  case SQLITE_PERM:
-  case SQLITE_AUTH:
-  case SQLITE_READONLY:
-    return -EACCES;
-  case SQLITE_CANTOPEN:
-  case SQLITE_IOERR:
-    return sys > 0 ? -sys : -EIO;
-  case SQLITE_BUSY:
-  case SQLITE_LOCKED:
-    return -EBUSY;
-  default:
-    return sys > 0 ? -sys : PC_ESTORE;
+  if (lstat(path, &st) != 0) {
+    if (errno != ENOENT)
+      return PC__ERRNO();
+    if ((err = pc__store_make(path, 0)) != 0)
+      return err;
   }
+  if ((err = check_files(path)) != 0 ||
+      (err = pc__store_identify(path, kind)) != 0)
+    return err;
+  if (*kind != PC__STORE_EMPTY)
+    return 0;
+  if ((err = pc__store_make(path, 1)) != 0 || (err = check_files(path)) != 0 ||
+      (err = pc__store_identify(path, kind)) != 0)
+    return err;
+  return *kind == PC__STORE_OURS ? 0 : PC_ESTORE;
 }
 
 /* --- connections ------------------------------------------------------ */
-
-/* "file:" URI of path for an immutable read (a dry run: SQLite then takes
- * no lock and creates no -wal or -shm beside the store).
- */
-static char *ro_uri(const char *path) {
-  static const char hex[] = "0123456789ABCDEF";
-  size_t n = strlen(path), i;
-  char *u = malloc(3 * n + 32), *p;
-
-  if (u == NULL)
-    return NULL;
-  p = u + sprintf(u, "file:");
-  for (i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)path[i];
-    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-        (ch >= '0' && ch <= '9') || strchr("/-._~", ch) != NULL) {
-      *p++ = (char)ch;
-    } else {
-      *p++ = '%';
-      *p++ = hex[ch >> 4];
-      *p++ = hex[ch & 15];
-    }
-  }
-  strcpy(p, "?immutable=1");
-  return u;
-}
 
 static int open_db(const pc__store_t *c, int writer, sqlite3 **out) {
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
@@ -332,14 +195,14 @@ static int open_db(const pc__store_t *c, int writer, sqlite3 **out) {
   int rc;
 
   if (c->read_only) {
-    if ((uri = ro_uri(c->path)) == NULL)
+    if ((uri = pc__store_ro_uri(c->path)) == NULL)
       return -ENOMEM;
     flags |= SQLITE_OPEN_URI;
   }
   rc = sqlite3_open_v2(uri != NULL ? uri : c->path, &db, flags, NULL);
   free(uri);
   if (rc != SQLITE_OK) {
-    int err = store_err(db, rc);
+    int err = pc__store_err(db, rc);
     sqlite3_close(db);
     return err;
   }
@@ -462,7 +325,7 @@ static int prepare_writer(pc__store_t *c) {
     int rc = sqlite3_prepare_v3(c->wdb, st[i].sql, -1,
                                 SQLITE_PREPARE_PERSISTENT, s, NULL);
     if (rc != SQLITE_OK)
-      return store_err(c->wdb, rc);
+      return pc__store_err(c->wdb, rc);
   }
   return 0;
 }
@@ -584,7 +447,7 @@ static int do_trim(pc__store_t *c, uint64_t max_bytes) {
 
   if ((rc = query_int(c->wdb, "SELECT coalesce(sum(bytes), 0) FROM entry",
                       &total)) != SQLITE_OK)
-    return store_err(c->wdb, rc);
+    return pc__store_err(c->wdb, rc);
   if ((uint64_t)total > max_bytes) {
     rc = sqlite3_exec(c->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
@@ -609,7 +472,7 @@ static int do_trim(pc__store_t *c, uint64_t max_bytes) {
     if (rc != SQLITE_OK) {
       if (!sqlite3_get_autocommit(c->wdb))
         sqlite3_exec(c->wdb, "ROLLBACK", NULL, NULL, NULL);
-      return store_err(c->wdb, rc);
+      return pc__store_err(c->wdb, rc);
     }
   }
   if (query_int(c->wdb, "PRAGMA page_count", &pages) == SQLITE_OK &&
@@ -746,18 +609,21 @@ fail:
   c->nkeys = 0;
 }
 
-static int open_writer(pc__store_t *c) {
-  int64_t format;
+/* The writer's connection, on a file pc__store_identify() found to be a
+ * store: an unstamped one stamped first, before any other statement
+ * writes (storeid.h).
+ */
+static int open_writer(pc__store_t *c, pc__store_kind_t kind) {
   int rc, err;
 
-  if ((err = open_db(c, 1, &c->wdb)) != 0)
+  if ((err = open_db(c, 1, &c->wdb)) != 0 ||
+      (err = pc__store_stamp(c->wdb, kind)) != 0)
     return err;
   /* WAL: readers (workers, other runs) never wait for the writer, and a
    * commit needs no fsync; NORMAL keeps the store whole through a crash
    * or power loss (the last commits may be lost: misses, never bad bytes).
    */
   rc = sqlite3_exec(c->wdb,
-                    "PRAGMA page_size = " DB_PAGE_SIZE ";"
                     "PRAGMA journal_mode = WAL;"
                     "PRAGMA synchronous = NORMAL;"
                     "PRAGMA mmap_size = " MMAP_SIZE ";",
@@ -774,19 +640,8 @@ static int open_writer(pc__store_t *c) {
                                                           : 2048));
     rc = sqlite3_exec(c->wdb, sql, NULL, NULL, NULL);
   }
-  if (rc == SQLITE_OK)
-    rc = sqlite3_exec(c->wdb, "BEGIN IMMEDIATE;" SCHEMA "COMMIT;", NULL, NULL,
-                      NULL);
-  if (rc != SQLITE_OK) {
-    if (!sqlite3_get_autocommit(c->wdb))
-      sqlite3_exec(c->wdb, "ROLLBACK", NULL, NULL, NULL);
-    return store_err(c->wdb, rc);
-  }
-  if ((rc = query_int(c->wdb, "SELECT v FROM meta WHERE k = 'format'",
-                      &format)) != SQLITE_OK)
-    return store_err(c->wdb, rc);
-  if (format != FORMAT)
-    return PC_ESTORE;
+  if (rc != SQLITE_OK)
+    return pc__store_err(c->wdb, rc);
   load_keys(c, c->wdb);
   return prepare_writer(c);
 }
@@ -795,6 +650,7 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
                       uint64_t budget) {
   pc__store_t *c = calloc(1, sizeof(*c));
   const char *v = pc_library_versions();
+  pc__store_kind_t kind;
   char *canon = NULL;
   int err;
 
@@ -809,26 +665,28 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
   uv_mutex_init(&c->mu);
   uv_cond_init(&c->wake);
   uv_cond_init(&c->done);
-  /* An existing DIR is judged before anything is made in it. */
-  if ((err = check_dir(dir, &canon)) == -ENOENT && !read_only)
-    err = (err = mkdir_p(dir)) == 0 ? check_dir(dir, &canon) : err;
+  /* DIR and the way to it judged, and made when missing (cachedir.h). */
+  err = pc__cache_dir(dir, !read_only, &canon);
   if (err == 0 && (c->path = pc__path_join(canon, PC__STORE_FILE)) == NULL)
     err = -ENOMEM;
-  free(canon);
   if (err == 0)
     err = check_files(c->path);
   if (err != 0)
     goto fail;
   if (read_only) {
-    struct stat st;
-    /* Nothing to read is an empty cache; nothing is made for it. */
-    if (lstat(c->path, &st) != 0) {
-      err = PC__ERRNO();
+    /* Nothing to read (no file, or an empty one) is an empty cache;
+     * nothing is made for it.
+     */
+    if ((err = pc__store_identify(c->path, &kind)) == 0 &&
+        kind == PC__STORE_EMPTY)
+      err = -ENOENT;
+    if (err != 0)
       goto fail;
-    }
   } else {
-    if ((err = create_store(c->path)) != 0 ||
-        (err = check_files(c->path)) != 0 || (err = open_writer(c)) != 0)
+    /* What is there says what it is before anything writes to it. */
+    pc__store_reap(canon);
+    if ((err = writable_store(c->path, &kind)) != 0 ||
+        (err = open_writer(c, kind)) != 0)
       goto fail;
     if (uv_thread_create(&c->writer, writer_main, c) != 0) {
       err = -EAGAIN;
@@ -836,9 +694,11 @@ static int cache_open(pc__store_t **out, const char *dir, int read_only,
     }
     c->writer_on = 1;
   }
+  free(canon);
   *out = c;
   return 0;
 fail:
+  free(canon);
   pc__store_close(c);
   return err;
 }
@@ -1005,7 +865,7 @@ int pc__store_read(pc__store_hit_t *hit, uint64_t off, void *buf, size_t n) {
     return 0;
   }
   rc = sqlite3_blob_read(hit->rd->blob, buf, (int)n, (int)off);
-  return rc == SQLITE_OK ? 0 : store_err(hit->rd->db, rc);
+  return rc == SQLITE_OK ? 0 : pc__store_err(hit->rd->db, rc);
 }
 
 void pc__store_release(pc__store_t *c, pc__store_hit_t *hit) {

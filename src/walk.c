@@ -497,7 +497,7 @@ int pc__walk_next(pc__walk_t *w, pc__entry_t *e) {
   }
   while (w->files_left > 0) {
     uint32_t k = --w->files_left;
-    if (w->roots[k].file != NULL)
+    if (w->roots[k].file != NULL && !w->roots[k].skip)
       return file_entry(w, k, e);
   }
   for (;;) {
@@ -554,7 +554,8 @@ int pc__walk_new(pc__walk_t **wp, const pc__root_t *roots, uint32_t nroots,
   w->file_fd = -1;
   /* Pushed in reverse so the first PATH is walked first. */
   for (k = nroots; k-- > 0;) {
-    if (roots[k].file == NULL && push(w, NULL, NULL, k) != 0) {
+    if (roots[k].file == NULL && !roots[k].skip &&
+        push(w, NULL, NULL, k) != 0) {
       pc__walk_free(w);
       return -ENOMEM;
     }
@@ -581,4 +582,30 @@ void pc__walk_free(pc__walk_t *w) {
   free(w->errpath);
   free(w->seen);
   free(w);
+}
+
+int pc__walk_below(int fd, pc__devino_t dir) {
+  struct stat st, up;
+  int cur = fd, below = 0, depth;
+
+  if (fstat(cur, &st) != 0)
+    return 0;
+  for (depth = 0; depth < 4096; depth++) {
+    int next;
+    if (st.st_dev == dir.dev && st.st_ino == dir.ino) {
+      below = 1;
+      break;
+    }
+    next = openat(cur, "..", PC_O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cur != fd)
+      close(cur);
+    cur = next;
+    if (cur < 0 || fstat(cur, &up) != 0 ||
+        (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+      break; /* "/": its ".." is itself */
+    st = up;
+  }
+  if (cur >= 0 && cur != fd)
+    close(cur);
+  return below;
 }

@@ -27,6 +27,7 @@ typedef struct pc__root {
   int fd;        /* `dir`, O_PATH: the walk and jobs open below it */
   int fd_shared; /* fd is an earlier root's (the same dir): not closed */
   int fd_err;    /* why fd is -1: the walk reports it and skips the root */
+  int skip;      /* the cache's directory or below it: never walked */
 } pc__root_t;
 
 typedef struct pc__walk pc__walk_t;
@@ -53,7 +54,8 @@ typedef struct pc__entry {
 } pc__entry_t;
 
 /* A walk over `roots` (kept, not copied: they outlive it). Directory PATHs
- * are walked in their order, after every file PATH. `follow`: symlinks to
+ * are walked in their order, after every file PATH; roots marked `skip`
+ * are not walked at all. `follow`: symlinks to
  * directories are part of the tree. 0 or -ENOMEM.
  */
 int pc__walk_new(pc__walk_t **w, const pc__root_t *roots, uint32_t nroots,
@@ -78,5 +80,10 @@ int pc__walk_enter(pc__walk_t *w, const pc__entry_t *e);
 
 /* Closes and frees everything; NULL is fine. */
 void pc__walk_free(pc__walk_t *w);
+
+/* 1 if the directory open at fd is `dir` or lies below it (climbing
+ * "..", by device and inode), 0 if not or when that cannot be told.
+ */
+int pc__walk_below(int fd, pc__devino_t dir);
 
 #endif /* PC_WALK_H */

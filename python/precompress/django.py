@@ -9,7 +9,8 @@ run of the bundled program (every CPU), its skip list from
 WHITENOISE_SKIP_COMPRESS_EXTENSIONS (unset: whitenoise's own default list), and
 post_process yields (name, name + ".gz" / ".br", True) for each output written,
 as whitenoise does. A failed run ends collectstatic with PrecompressError,
-precompress's own error lines in its message. docs/django.md has the details.
+precompress's own error lines in its message (or, when it printed none, its exit
+status and the command that ran). docs/django.md has the details.
 
 Settings of this package (both optional):
     PRECOMPRESS_ARGS    a list of further options, e.g. ["--cache-dir", "/var/cache/pc"]
@@ -17,6 +18,7 @@ Settings of this package (both optional):
 """
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -76,6 +78,21 @@ def command_lines(program, options, names, budget=None):
         yield line
 
 
+def names_of(argv):
+    """The names a command line of command_lines() hands over: everything after its "--"."""
+    return argv[argv.index("--") + 1:]
+
+
+def command_text(argv, head, shown=3):
+    """argv for a message, shell-quoted: its program and options whole, its first names, and how
+    many more there are (a command line may hold thousands)."""
+    names = argv[head:]
+    words = [shlex.quote(a) for a in argv[:head] + names[:shown]]
+    if len(names) > shown:
+        words.append("... (%d names in all)" % len(names))
+    return " ".join(words)
+
+
 def file_name(record):
     """The name (relative to the run's directory) of a --json-lines file record."""
     root, path = (bytes.fromhex(record[k + "_hex"]) if k + "_hex" in record else os.fsencode(record[k])
@@ -105,7 +122,13 @@ class PrecompressMixin:
             if p.returncode != 0:
                 how = ("exited with status %d" % p.returncode if p.returncode > 0
                        else "was killed by signal %d" % -p.returncode)
-                raise PrecompressError("precompress %s:\n%s" % (how, p.stderr.decode(errors="replace").rstrip()))
+                said = p.stderr.decode(errors="replace").rstrip()
+                if not said:
+                    # Nothing to show of its own (a wrapper, a program killed early): the
+                    # status and the command say what ran and how it ended.
+                    raise PrecompressError("precompress %s and printed nothing; the command, in %s: %s" % (
+                        how, root, command_text(argv, len(argv) - len(names_of(argv)))))
+                raise PrecompressError("precompress %s:\n%s" % (how, said))
             sys.stderr.write(p.stderr.decode(errors="replace"))  # notes of a run that went well
             for line in p.stdout.splitlines():
                 record = json.loads(line)

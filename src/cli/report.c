@@ -387,7 +387,8 @@ void cli_report_file(void *data, const pc_file_t *file) {
   cli_report_t *r = data;
   const cli_args_t *a = r->args;
 
-  if (file->err != 0)
+  /* PC_ENOWRITE: its directory's one line said it. */
+  if (file->err != 0 && file->err != PC_ENOWRITE)
     cli_report_name_msg(
         r, file->err_path != NULL ? file->err_path : file->fullpath, "%s",
         pc_strerror(file->err));

@@ -67,7 +67,7 @@ typedef struct old_totals {
   uint64_t unchanged;
   uint64_t deduped;
   uint64_t cached;
-  uint64_t skipped[8];
+  uint64_t skipped[16];
   uint64_t failed;
   uint64_t errors;
   uint64_t changes;
