@@ -198,7 +198,12 @@ EOF
     images+=("$tag-$da")
     podman manifest add "$tag" "containers-storage:$tag-$da" >/dev/null
   done
-  podman manifest push --all --quiet "$tag" "oci-archive:$out/precompress-$version-oci.tar:precompress:$version" >&2
+  # An OCI layout directory, then tarred as the other archives are (sorted,
+  # the commit's time, owner 0): podman's own oci-archive stamps the push
+  # time on every entry, and the release would differ run to run.
+  podman manifest push --all --quiet "$tag" "oci:$work/oci:precompress:$version" >&2
+  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+    --format=gnu -C "$work/oci" -cf "$out/precompress-$version-oci.tar" .
   podman manifest rm "$tag" >/dev/null
   podman rmi "${images[@]}" >/dev/null
 }
