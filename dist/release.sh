@@ -203,7 +203,7 @@ EOF
   # time on every entry, and the release would differ run to run.
   podman manifest push --all --quiet "$tag" "oci:$work/oci:precompress:$version" >&2
   tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
-    --format=gnu -C "$work/oci" -cf "$out/precompress-$version-oci.tar" .
+    --format=gnu -C "$work/oci" -cf "$out/precompress-$version-oci.tar" oci-layout index.json blobs
   podman manifest rm "$tag" >/dev/null
   podman rmi "${images[@]}" >/dev/null
 }
