@@ -25,7 +25,7 @@ rather than print it wrong:
 - inline: `code` and **bold** in bold, *emphasis* in italics, backslash escapes, and links as
   their text (a link to a section of the reference whose text is that section's heading reads
   as the section's name in the page, NAME or Subsection). A link to a heading that does not
-  exist fails.
+  exist fails, and so does HTML in the text (a tag, an entity).
 
 Only the standard library is used; tests/unit/check_docs.py imports parse() and plain().
 """
@@ -321,11 +321,21 @@ def plain(md):
     return "".join(out)
 
 
+HTML = re.compile(r"<[A-Za-z/!]|&[A-Za-z]+;|&#")
+
+
+def _text(s):
+    """Plain text between inline markup: HTML (a tag, an entity) is not taken."""
+    if HTML.search(s):
+        raise SourceError("HTML in the text, which the page cannot show: %r" % s)
+    return esc_text(s)
+
+
 def roff_inline(md, ref, font="R"):
     out = []
     pos = 0
     for m in INLINE.finditer(md):
-        out.append(esc_text(md[pos:m.start()]))
+        out.append(_text(md[pos:m.start()]))
         if m.group("code"):
             text = m.group("codetext")
             if m.group("ticks") == "``":
@@ -340,7 +350,7 @@ def roff_inline(md, ref, font="R"):
         else:
             out.append(esc_text(m.group("escchar")))
         pos = m.end()
-    out.append(esc_text(md[pos:]))
+    out.append(_text(md[pos:]))
     return "".join(out)
 
 
