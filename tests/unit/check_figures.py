@@ -401,5 +401,10 @@ for name, status in (("EXIT_OK", 0), ("EXIT_FAILED", 1), ("EXIT_USAGE", 2)):
           [(REF, r"\| (\d) \| %s" % {0: "all done", 1: "one or more files failed",
                                       2: "bad usage or nothing could run"}[status], g1)])
 
+check("the version in -V's example", "include/precompress.h (PC_VERSION_*)",
+      lambda: "%d.%d.%d" % tuple(define("include/precompress.h", "PC_VERSION_" + p)
+                                 for p in ("MAJOR", "MINOR", "PATCH")),
+      [(OPT, r"for example precompress (\d+\.\d+\.\d+) \(zlib", lambda m: m.group(1))])
+
 print("%d figures compared; %d failures" % (checked, len(failures)))
 sys.exit(1 if failures else 0)
