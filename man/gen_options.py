@@ -2,7 +2,10 @@
 """Makes the three forms of the option reference from its one source, man/options.md.
 
     gen_options.py OPTIONS.md help OUT.h             the C include src/cli/main.c prints as --help
-    gen_options.py OPTIONS.md man TEMPLATE.in OUT.1  the man page, its @OPTIONS@ line replaced
+    gen_options.py OPTIONS.md man TEMPLATE.in OUT.1  the man page, made by gen_man.py with the
+                                                     docs/reference.md and version of the tree
+                                                     TEMPLATE.in lies in (meson runs gen_man.py
+                                                     itself; python/build_backend.py calls this)
     gen_options.py OPTIONS.md readme README.md --check|--write
                                                      README.md's option table, between its
                                                      <!-- options --> markers
@@ -11,6 +14,7 @@ The format of OPTIONS.md is described at its top. Only the standard library is u
 /usr/bin/python3, which meson itself needs, runs it). tests/unit/check_docs.py imports parse()
 and readme_table() from here.
 """
+import os
 import re
 import sys
 
@@ -248,13 +252,15 @@ def man_options(ref):
     return out
 
 
-def man_page(ref, template):
-    with open(template) as f:
-        lines = f.read().split("\n")
-    if lines.count("@OPTIONS@") != 1:
-        raise SourceError("%s: needs exactly one line @OPTIONS@" % template)
-    i = lines.index("@OPTIONS@")
-    return "\n".join(lines[:i] + man_options(ref) + lines[i + 1:])
+def man_page(options_md, template):
+    """The whole page, as meson makes it (gen_man.py), from the tree of `template`."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import gen_man
+    finally:
+        sys.path.pop(0)
+    reference_md, version = gen_man.default_paths(template)
+    return gen_man.man_page(template, options_md, reference_md, version)
 
 
 # --- README.md ---------------------------------------------------------------
@@ -300,7 +306,7 @@ def main(argv):
     if what == "help" and len(argv) == 4:
         _write(argv[3], help_include(ref))
     elif what == "man" and len(argv) == 5:
-        _write(argv[4], man_page(ref, argv[3]))
+        _write(argv[4], man_page(argv[1], argv[3]))
     elif what == "readme" and len(argv) == 5 and argv[4] in ("--check", "--write"):
         with open(argv[3]) as f:
             old = f.read()

@@ -398,7 +398,8 @@ static int open_odir(pc__job_t *j) {
 /* Phase 1: the file's directory, the incremental check, the output names.
  * A file skipped now (empty, or under --min-size) ends here: outputs made
  * while the file had other content no longer match it and are removed, as
- * any output not kept (DESIGN 2.3). 1 when the job is done.
+ * any output not kept (docs/reference.md, "Output protocol"). 1 when the
+ * job is done.
  */
 static int prepare(pc__job_t *j, job_ctx_t *c) {
   int err, f;

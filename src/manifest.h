@@ -1,7 +1,7 @@
 /* The manifest's schema and its one reader (manifest_read.c). The writer is
  * manifest.c (declared in run.h, beside the records it writes).
  *
- * The schema, in the order the writer puts it (DESIGN 2.4):
+ * The schema, in the order the writer puts it (docs/reference.md, "Manifest"):
  *
  *   {"precompress": 1,                       the version; 1 is the only one
  *    "incomplete": true,                     only when the run was stopped

@@ -7,14 +7,25 @@ not). Also: the README's table is what man/gen_options.py makes from man/options
 stale copy), no --help line is wider than 80 columns, and the man page renders with
 `groff -man -ww` without a warning.
 
-    check_docs.py PRECOMPRESS GEN_OPTIONS.py OPTIONS.md MANPAGE README.md ARGS.c [GROFF]
+The man page's other sections are docs/reference.md's (man/gen_man.py): each section of the
+reference the page takes is a .SH of the built page, in the reference's order, and the page
+has no other but NAME, SYNOPSIS, OPTIONS and SEE ALSO; with groff, the page as rendered holds
+the words of every paragraph, list item, table cell and code line of those sections, and not
+those of what the reference leaves out of it; a "see X" or "under X" in the rendered page
+names a section (or subsection) it has. Links between the docs (README.md, docs/, man/,
+tests/, src/, bench/, dist/, examples/) lead to a file that exists and, with #anchor, to one
+of its headings.
+
+    check_docs.py PRECOMPRESS GEN_OPTIONS.py OPTIONS.md MANPAGE README.md ARGS.c GEN_MAN.py
+                  REFERENCE.md [GROFF]
 """
 import importlib.util
+import os
 import re
 import subprocess
 import sys
 
-prog, gen_path, options_md, manpage, readme_path, args_c, *rest = sys.argv[1:]
+prog, gen_path, options_md, manpage, readme_path, args_c, gen_man_path, reference_md, *rest = sys.argv[1:]
 groff = rest[0] if rest else None
 failures = []
 
@@ -131,5 +142,140 @@ if groff:
     if r.returncode != 0 or r.stderr:
         fail("groff -man -ww %s: exit %d, %s" % (manpage, r.returncode, r.stderr.strip()))
 
-print("%d options in the parser; %d failures" % (len(parser), len(failures)))
+# --- the man page's sections are docs/reference.md's ------------------------------
+
+spec = importlib.util.spec_from_file_location("gen_man", gen_man_path)
+gen_man = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gen_man)
+ref = gen_man.parse(reference_md)
+taken = [s for s in ref.sections if not s.omit]
+page_sh = [gen_man.plain(l[4:].strip().strip('"').replace("\\-", "-"))
+           for l in mantext.split("\n") if l.startswith(".SH ")]
+want_sh = [s.man for s in taken]
+if [n for n in page_sh if n in want_sh] != want_sh:
+    fail("man page: its sections from %s are %s; the reference's, in order, are %s"
+         % (os.path.basename(reference_md), [n for n in page_sh if n in want_sh], want_sh))
+others = [n for n in page_sh if n not in want_sh and n not in ("NAME", "SYNOPSIS", "OPTIONS", "SEE ALSO")]
+if others:
+    fail("man page: sections that come from nowhere: %s" % others)
+if len(taken) < 15:
+    fail("%s: read only %d sections for the man page" % (reference_md, len(taken)))
+
+
+def words(text):
+    """Lower-case words: what stays of a text whatever the fonts, quotes, dashes and line
+    breaks (groff's U+2010 hyphen and U+2212 minus are not word characters either)."""
+    return re.findall(r"\w+", text.lower())
+
+
+def block_texts(kind, payload):
+    if kind == "para":
+        return [gen_man.plain(payload)]
+    if kind in ("bullets", "numbered"):
+        return [gen_man.plain(i) for i in payload]
+    if kind == "table":
+        head, body = payload
+        return [gen_man.plain(("%s: %s" % (head[k], c)) if len(head) > 2 and k else c)
+                for row in body for k, c in enumerate(row)]
+    return [l for l in payload if l.strip()]  # code
+
+
+if groff:
+    r = subprocess.run([groff, "-man", "-Tutf8", "-rHY=0", "-P-cbou", manpage],
+                       capture_output=True, text=True)
+    page = " " + " ".join(words(r.stdout)) + " "
+    found = 0
+    for sec in taken:
+        for sub in [sec] + sec.subs:
+            for kind, payload, line in sub.blocks:
+                for text in block_texts(kind, payload):
+                    w = words(text)
+                    if w and " " + " ".join(w) + " " not in page:
+                        fail("man page: lacks %s:%d (%s of %s), %r"
+                             % (os.path.basename(reference_md), line, kind, sub.man, text[:70]))
+                    found += 1
+    # What the reference keeps to itself: the blocks marked omit, and the sections left out.
+    raw = open(reference_md, encoding="utf-8").read().split("\n")
+    omitted = []
+    for k, l in enumerate(raw):
+        if l.strip() == "<!-- man: omit -->":
+            omitted.append((k + 2, raw[k + 1]))
+    for sec in ref.sections:
+        if sec.omit:
+            for sub in [sec] + sec.subs:
+                for kind, payload, line in sub.blocks:
+                    if kind == "para":
+                        omitted.append((line, payload))
+    for line, text in omitted:
+        w = words(gen_man.plain(text))
+        if len(w) >= 6 and " " + " ".join(w) + " " in page:
+            fail("man page: holds %s:%d, which the reference leaves out of it: %r"
+                 % (os.path.basename(reference_md), line, text[:70]))
+    if found < 100:
+        fail("man page: compared only %d pieces of the reference" % found)
+    text = re.sub(r"\s+", " ", r.stdout)
+    sh = set(page_sh)
+    ss = {gen_man.plain(l[4:].strip().strip('"')).replace("\\-", "-")
+          for l in mantext.split("\n") if l.startswith(".SS ")}
+    seen = 0
+    for m in re.finditer(r"\bsee (?:([^()]{1,40}?) under )?([A-Z]{2,}(?: [A-Z]{2,})*)\b", text):
+        seen += 1
+        if m.group(2) not in sh:
+            fail("man page: %r, but it has no section %s" % (m.group(0), m.group(2)))
+        if m.group(1) and re.match(r"^[A-Z][a-z]", m.group(1)) and m.group(1) not in ss:
+            fail("man page: %r, but it has no subsection %s" % (m.group(0), m.group(1)))
+    if seen < 10:
+        fail("man page: only %d cross-references (see X) read" % seen)
+
+# --- links between the docs ----------------------------------------------------
+
+root = os.path.dirname(os.path.abspath(readme_path))
+anchors = {}
+
+
+def anchors_of(path):
+    if path not in anchors:
+        found, fence = {}, False
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("```"):
+                    fence = not fence
+                m = None if fence else re.match(r"^#{1,6} (.+?)\s*$", line)
+                if m:
+                    a = gen_man.anchor(m.group(1))
+                    n = found.get(a, 0)
+                    found[a] = n + 1
+                    found["%s-%d" % (a, n) if n else a] = 1
+        anchors[path] = found
+    return anchors[path]
+
+
+docs = [os.path.join(root, "README.md")]
+for d in ("docs", "man", "tests", "src", "bench", "dist", "examples"):
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, d)):
+        dirnames[:] = [x for x in dirnames if x not in ("corpus", "node_modules")]
+        docs += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".md")]
+links = 0
+for path in docs:
+    with open(path, encoding="utf-8") as f:
+        body = re.sub(r"^```.*?^```$", "", f.read(), flags=re.S | re.M)
+    body = re.sub(r"`[^`\n]*`", "", body)
+    for m in re.finditer(r"\]\(([^)\s]+)\)", body):
+        url = m.group(1)
+        if re.match(r"^[a-z]+:", url):
+            continue
+        target, _, frag = url.partition("#")
+        tpath = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
+        where = os.path.relpath(path, root)
+        links += 1
+        if not os.path.exists(tpath):
+            fail("%s: a link to %s, which does not exist" % (where, url))
+        elif frag and tpath.endswith(".md") and frag not in anchors_of(tpath):
+            fail("%s: a link to %s, but %s has no heading #%s"
+                 % (where, url, os.path.relpath(tpath, root), frag))
+if links < 50:
+    fail("read only %d links between the docs" % links)
+
+print("%d options in the parser, %d sections of the reference in the man page, %d links; "
+      "%d failures" % (len(parser), len(taken), links, len(failures)))
 sys.exit(1 if failures else 0)
