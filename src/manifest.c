@@ -3,10 +3,9 @@
  * the same bytes at any -j. Written like an output: temp file, rename. The
  * schema is in manifest.h; this is its writer, manifest_read.c its reader.
  */
-#include "run.h"
+#include "manifest.h"
 
 #include "json.h"
-#include "manifest.h"
 #include "out.h"
 
 #include <fcntl.h>
@@ -481,34 +480,5 @@ out:
     close(snk.old);
   pc__buf_free(&snk.cmp);
   pc__buf_free(&b);
-  return err;
-}
-
-int pc__manifest_write(pc__run_t *r, const pc__mdest_t *to) {
-  pc__mdoc_t d;
-  char **labels = malloc((r->nroots ? r->nroots : 1) * sizeof(*labels));
-  uint32_t k;
-  int f, err;
-
-  if (labels == NULL)
-    return -ENOMEM;
-  for (k = 0; k < r->nroots; k++)
-    labels[k] = r->roots[k].label;
-  memset(&d, 0, sizeof(d));
-  d.formats = r->cfg.formats;
-  for (f = 0; f < PC_NFORMATS; f++)
-    d.level[f] = r->cfg.level[f];
-  d.gzip_engine = r->cfg.gzip_engine;
-  d.ratio_num = r->cfg.ratio_num;
-  d.ratio_den = r->cfg.ratio_den;
-  d.min_size = r->opts->min_size;
-  d.output_dir = r->opts->output_dir;
-  d.labels = labels;
-  d.nroots = r->nroots;
-  d.recs = r->recs;
-  d.nrecs = r->nrecs;
-  d.incomplete = r->stopping;
-  err = pc__manifest_write_doc(&d, to);
-  free(labels);
   return err;
 }

@@ -1,5 +1,5 @@
-/* The manifest's schema and its one reader (manifest_read.c). The writer is
- * manifest.c (declared in run.h, beside the records it writes).
+/* The manifest: its records, its schema, its writer (manifest.c) and its
+ * one reader (manifest_read.c).
  *
  * The schema, in the order the writer puts it (DESIGN 2.4):
  *
@@ -32,13 +32,97 @@
 
 #include "common.h"
 
+#include <sys/types.h>
+
+/* One file's line in the manifest. */
+typedef struct pc__rec {
+  char *path;    /* relative to its root; owned unless `borrowed` */
+  int borrowed;  /* path is the earlier manifest's (prev.c's, lives as long) */
+  char *err_msg; /* owned; set only for lines read from a manifest */
+  uint32_t root;
+  pc_skip_t skip;
+  int err;
+  int unchanged;
+  int deduped;
+  int cached;
+  int alone;
+  uint64_t size;
+  int64_t mtime_ns;
+  pc_output_t out[PC_NFORMATS];
+} pc__rec_t;
+
+/* What is at a manifest's name before one is written there. */
+typedef struct pc__mold {
+  int regular; /* a regular file: the fields below are its */
+  dev_t dev;
+  ino_t ino;
+  mode_t mode;
+  uint64_t size;
+} pc__mold_t;
+
+/* What a manifest says, whoever wrote it (a run, or a merge). */
+typedef struct pc__mdoc {
+  unsigned formats;
+  int level[PC_NFORMATS];
+  pc_gzip_engine_t gzip_engine;
+  uint64_t ratio_num, ratio_den, min_size;
+  const char *output_dir; /* --output-dir as given, or NULL */
+  char *const *labels;    /* root labels; printed when more than one */
+  uint32_t nroots;
+  pc__rec_t *recs; /* sorted in place */
+  size_t nrecs;
+  int incomplete;
+} pc__mdoc_t;
+
+/* Where pc__manifest_write_doc() writes: a file at `path` (temp + rename,
+ * left alone when it holds the same bytes already), or, with path NULL,
+ * the caller's `write`.
+ */
+typedef struct pc__mdest {
+  const char *path;
+  int (*write)(void *data, const void *buf, size_t len);
+  void *data;
+  /* What pc__manifest_check() found at path, or NULL: checked again just
+   * before writing, and should a regular file there have been replaced
+   * since, looked at anew.
+   */
+  const pc__mold_t *checked;
+  int sync; /* fsync the file and its directory */
+} pc__mdest_t;
+
+/* 0 when a manifest may be written at `path` (DESIGN 2.4, precompress.h):
+ * PC_EOUTNAME for a name ending in .gz, .br or .zst (any case); 0 for
+ * nothing there or a symlink (replaced as a name, never read); for a
+ * regular file, 0 when it is empty or a precompress manifest of any
+ * version; PC_EREFUSE for anything else, or the error met looking. *old
+ * receives what is there. When `text` is not NULL, a regular file's bytes
+ * are appended to it and its content is not judged here: the caller does,
+ * with pc__manifest_ours(), when it parses them anyway.
+ *
+ * With `writing` 0 (a dry run: nothing will be replaced), the name is not
+ * judged, and what is neither nothing, a symlink nor a regular file is
+ * PC_ENOTREG: the earlier manifest is read from regular files only.
+ */
+int pc__manifest_check(const char *path, int writing, pc__mold_t *old,
+                       pc__buf_t *text);
+
+/* 0 when a manifest may replace a regular file of these bytes: it is
+ * empty, or `ours` (pc__prev_parse()). Else PC_EREFUSE.
+ */
+int pc__manifest_ours(size_t len, int ours);
+
+/* Writes the document (its records sorted in place) to `to`. 0 or a
+ * negative code.
+ */
+int pc__manifest_write_doc(pc__mdoc_t *d, const pc__mdest_t *to);
+
 /* The key of each format's level in "options" ("gzip_level",
  * "brotli_quality", "zstd_level"): the one table, for writer and reader.
  */
 extern const char *const pc__manifest_level_key[PC_NFORMATS];
 
 /* The order of "files": by root, then path bytes (strcmp). A qsort()
- * comparator of pc__rec_t (run.h); merge.c finds a file two shards both
+ * comparator of pc__rec_t; merge.c finds a file two shards both
  * list by it too.
  */
 int pc__manifest_cmp_rec(const void *a, const void *b);

@@ -11,10 +11,9 @@
  * is not a manifest's. So a bad line is noted, not reported, until every
  * input has been read to its end.
  */
-#include "run.h"
+#include "manifest.h"
 
 #include "json.h"
-#include "manifest.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1297,6 +1297,36 @@ static int walk_and_dispatch(pc__run_t *r, int *loop_open) {
   return r->stopping ? PC_EINTERRUPTED : 0;
 }
 
+/* The run's manifest: its options and its records, to `to`. */
+static int write_manifest(pc__run_t *r, const pc__mdest_t *to) {
+  pc__mdoc_t d;
+  char **labels = malloc((r->nroots ? r->nroots : 1) * sizeof(*labels));
+  uint32_t k;
+  int f, err;
+
+  if (labels == NULL)
+    return -ENOMEM;
+  for (k = 0; k < r->nroots; k++)
+    labels[k] = r->roots[k].label;
+  memset(&d, 0, sizeof(d));
+  d.formats = r->cfg.formats;
+  for (f = 0; f < PC_NFORMATS; f++)
+    d.level[f] = r->cfg.level[f];
+  d.gzip_engine = r->cfg.gzip_engine;
+  d.ratio_num = r->cfg.ratio_num;
+  d.ratio_den = r->cfg.ratio_den;
+  d.min_size = r->opts->min_size;
+  d.output_dir = r->opts->output_dir;
+  d.labels = labels;
+  d.nroots = r->nroots;
+  d.recs = r->recs;
+  d.nrecs = r->nrecs;
+  d.incomplete = r->stopping;
+  err = pc__manifest_write_doc(&d, to);
+  free(labels);
+  return err;
+}
+
 /* After the loop: the manifest, the cache's trim, the totals. `err` is the
  * loop's result; the run's is returned.
  */
@@ -1316,7 +1346,7 @@ static int finish_run(pc__run_t *r, int err, pc_totals_t *totals) {
     to.data = opts->data;
     to.checked = &r->man_old;
     to.sync = r->cfg.fsync;
-    if ((merr = pc__manifest_write(r, &to)) != 0)
+    if ((merr = write_manifest(r, &to)) != 0)
       report_error(r, opts->manifest, merr);
     /* A stop that came while it was written (the CLI's on a SIGPIPE from
      * a manifest sent to a closed pipe) counts like any other: its
