@@ -946,8 +946,6 @@ static int open_manifest(pc__run_t *r) {
   if (path == NULL)
     return 0;
   slash = strrchr(path, '/');
-  r->sel.man_base = slash != NULL ? slash + 1 : path;
-  r->sel.man_base_len = strlen(r->sel.man_base);
   {
     /* Its directory, to know the name by wherever the walk meets it. */
     char *dir = slash == NULL   ? pc__strdup(".")
@@ -960,10 +958,8 @@ static int open_manifest(pc__run_t *r) {
       dir[slash - path] = '\0';
     }
     if (stat(dir, &st) == 0) {
-      r->sel.man_dir.dev = st.st_dev;
-      r->sel.man_dir.ino = st.st_ino;
-    } else {
-      r->sel.man_base = NULL; /* no such directory: nothing there to walk */
+      pc__devino_t id = {st.st_dev, st.st_ino};
+      pc__select_set_manifest(&r->sel, slash != NULL ? slash + 1 : path, &id);
     }
     free(dir);
   }
@@ -978,9 +974,11 @@ static int open_manifest(pc__run_t *r) {
     goto out;
   }
   if (r->man_old.regular) {
-    r->sel.man_known = r->cfg.man_known = 1;
-    r->sel.man.dev = r->cfg.man_dev = r->man_old.dev;
-    r->sel.man.ino = r->cfg.man_ino = r->man_old.ino;
+    pc__devino_t id = {r->man_old.dev, r->man_old.ino};
+    pc__select_set_manifest_file(&r->sel, id);
+    r->cfg.man_known = 1;
+    r->cfg.man_dev = r->man_old.dev;
+    r->cfg.man_ino = r->man_old.ino;
   }
   /* Nothing, a symlink or an empty file: no earlier manifest. */
   if (text.len == 0 || (o->force && !writing))
@@ -1049,9 +1047,7 @@ static int open_cache(pc__run_t *r) {
   if (stat(r->opts->cache_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
     pc__devino_t id = {st.st_dev, st.st_ino};
     uint32_t k;
-    r->sel.skip_dirs[r->sel.nskip_dirs++] = id;
-    r->sel.cache_known = 1;
-    r->sel.cache_dir = id;
+    pc__select_set_cache_dir(&r->sel, id);
     /* A PATH that is the cache's directory or lies in it: nothing there
      * is a source, whatever it holds (an old v1/ tree, files of others).
      * File PATHs of one directory share its descriptor: judged once.
@@ -1119,9 +1115,10 @@ static int open_output_dir(pc__run_t *r) {
         fstat(r->roots[k].fd, &rst) == 0 && rst.st_dev == st.st_dev &&
         rst.st_ino == st.st_ino)
       return PC_EOUTSAME;
-  r->sel.skip_dirs[r->sel.nskip_dirs].dev = st.st_dev;
-  r->sel.skip_dirs[r->sel.nskip_dirs].ino = st.st_ino;
-  r->sel.nskip_dirs++;
+  {
+    pc__devino_t id = {st.st_dev, st.st_ino};
+    pc__select_skip(&r->sel, id);
+  }
   return 0;
 }
 
