@@ -161,6 +161,28 @@ int pc__dedup_result(pc__dedup_t *d, pc__content_t *c, int *ok,
   return done;
 }
 
+int pc__dedup_park(pc__dedup_t *d, pc__dedup_ref_t *ref) {
+  pc_output_t lo[PC_NFORMATS];
+  int ok;
+
+  ref->wait = 0;
+  if (pc__dedup_result(d, ref->content, &ok, lo))
+    return 1;
+  ref->next_parked = ref->content->parked;
+  ref->content->parked = ref;
+  return 0;
+}
+
+pc__dedup_ref_t *pc__dedup_wake(pc__dedup_ref_t *ref) {
+  pc__dedup_ref_t *w;
+
+  if (!ref->lead)
+    return NULL;
+  w = ref->content->parked;
+  ref->content->parked = NULL;
+  return w;
+}
+
 /* --- The worker side ------------------------------------------------- */
 
 /* Hashes the whole file. A file up to PC__CHUNK stays in *whole (malloc'd)
@@ -260,9 +282,9 @@ static int try_copy(pc__job_t *j, pc__fmt_t *fs) {
   pc_output_t lo[PC_NFORMATS];
   int ok, r, f;
 
-  if (!pc__dedup_result(j->cfg->dedup, j->content, &ok, lo) || !ok)
+  if (!pc__dedup_result(j->cfg->dedup, j->dd.content, &ok, lo) || !ok)
     return 0;
-  r = copy_outputs(j, fs, lo, j->content);
+  r = copy_outputs(j, fs, lo, j->dd.content);
   if (r != 0) {
     for (f = 0; f < PC_NFORMATS; f++)
       pc__out_discard(&fs[f].out);
@@ -283,29 +305,29 @@ int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole, uint64_t h[2],
   int err, r = 0;
 
   if (j->size > 0 && j->cfg->dedup != NULL) {
-    if (j->content == NULL) {
+    if (j->dd.content == NULL) {
       pc__claim_t how;
       if ((err = hash_file(j, fd, whole, h)) != 0 ||
-          (err = pc__dedup_claim(j->cfg->dedup, j->size, h, &j->content,
+          (err = pc__dedup_claim(j->cfg->dedup, j->size, h, &j->dd.content,
                                  &how)) != 0) {
         pc__job_fail(j, err, NULL);
         return 1;
       }
       *have_hash = 1;
       if (how == PC__CLAIM_WAIT) {
-        j->wait = 1;
+        j->dd.wait = 1;
         return 1;
       }
-      j->lead = how == PC__CLAIM_LEAD;
+      j->dd.lead = how == PC__CLAIM_LEAD;
     }
-    if (!j->lead && (r = try_copy(j, fs)) < 0) {
+    if (!j->dd.lead && (r = try_copy(j, fs)) < 0) {
       pc__job_fail(j, r, NULL);
       return 1;
     }
   }
-  if (j->content != NULL && !*have_hash) {
-    h[0] = j->content->h[0]; /* a follower back from waiting */
-    h[1] = j->content->h[1];
+  if (j->dd.content != NULL && !*have_hash) {
+    h[0] = j->dd.content->h[0]; /* a follower back from waiting */
+    h[1] = j->dd.content->h[1];
     *have_hash = 1;
   }
   return 0;
@@ -352,11 +374,11 @@ void pc__dedup_lead_done(pc__job_t *j, pc__fmt_t *fs) {
   unsigned char *keep[PC_NFORMATS];
   int f;
 
-  if (!j->lead)
+  if (!j->dd.lead)
     return;
   for (f = 0; f < PC_NFORMATS; f++) {
     keep[f] = fs[f].keep;
     fs[f].keep = NULL;
   }
-  pc__dedup_publish(j->cfg->dedup, j->content, j->err == 0, j->out, keep);
+  pc__dedup_publish(j->cfg->dedup, j->dd.content, j->err == 0, j->out, keep);
 }

@@ -42,9 +42,22 @@ typedef struct pc__content {
    * the table's budget was spent. A follower then compresses alone.
    */
   unsigned char *bytes[PC_NFORMATS];
-  /* The loop thread's alone: jobs waiting for the leader. */
-  void *waiters;
+  /* The loop thread's alone: the followers parked until the leader is
+   * done (pc__dedup_park), the last parked first.
+   */
+  struct pc__dedup_ref *parked;
 } pc__content_t;
+
+/* A job's part in dedupe, dedup.c's to write: the content it claimed and
+ * how, and its place among the followers parked on that content.
+ */
+typedef struct pc__dedup_ref {
+  pc__content_t *content; /* claimed (a worker), or NULL */
+  int wait;               /* a follower whose leader is still at work:
+                             the worker asks the loop thread to park it */
+  int lead;               /* compressed it first: others may wait on it */
+  struct pc__dedup_ref *next_parked; /* the loop thread's */
+} pc__dedup_ref_t;
 
 typedef enum pc__claim {
   PC__CLAIM_LEAD, /* new content: compress it and publish */
@@ -87,6 +100,19 @@ void pc__dedup_publish(pc__dedup_t *d, pc__content_t *c, int ok,
 int pc__dedup_result(pc__dedup_t *d, pc__content_t *c, int *ok,
                      pc_output_t *out);
 
+/* Loop thread, for a job back from its worker with ref->wait: parks it on
+ * its content until the leader is back. 0 when parked; 1 when the leader
+ * is done already (it finished since the worker looked: nothing parked,
+ * the caller runs the job again now).
+ */
+int pc__dedup_park(pc__dedup_t *d, pc__dedup_ref_t *ref);
+
+/* Loop thread, for a job back from its worker: when it led, the followers
+ * parked on its content (the last parked first, linked by next_parked),
+ * handed back to be run again; else NULL.
+ */
+pc__dedup_ref_t *pc__dedup_wake(pc__dedup_ref_t *ref);
+
 /* --- The worker side (a job: work.h) --- */
 
 struct pc__job;
@@ -97,7 +123,7 @@ struct pc__fmt;
  * to free; else fd is left at its start) and claims the content; a
  * follower whose leader is done writes the leader's outputs (j->copied)
  * when the leader kept a copy of each. 1 when the
- * job stops here (an error recorded, or j->wait: park it until the leader
+ * job stops here (an error recorded, or j->dd.wait: park it until the leader
  * is done), 0 to go on (compressing unless j->copied). A follower back
  * from waiting takes the hash from its claim.
  */

@@ -452,7 +452,7 @@ static int open_source(pc__job_t *j, job_ctx_t *c) {
     pc__job_fail(j, PC__ERRNO(), NULL);
     return 1;
   }
-  if (j->content != NULL) {
+  if (j->dd.content != NULL) {
     /* Back from waiting: the file must be the one hashed before (kept in
      * the job then: size and mtime, and what its owner cannot put back,
      * inode and ctime), and its outputs get the atime it had then: our

@@ -7,6 +7,7 @@
 #define PC_JOB_H
 
 #include "common.h"
+#include "dedup.h"
 
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -73,18 +74,16 @@ typedef struct pc__job {
   char *err_path; /* owned; NULL means fullpath */
   pc_output_t out[PC_NFORMATS];
 
-  /* Dedupe: the content this job claimed. `wait` asks the loop thread to
-   * park the job until the leader is done; it then runs again and copies.
+  /* Dedupe: the content this job claimed (dedup.h). A follower whose
+   * leader is still at work is parked on the loop thread until the leader
+   * is done; it then runs again and copies.
    */
-  struct pc__content *content;
+  pc__dedup_ref_t dd;
   struct timespec atime0; /* the source's before its first read: what
                              outputs get, even after a wait */
-  int wait;
-  int lead;             /* compressed it first: others may wait on it */
-  int copied;           /* outputs copied from an identical file */
-  int cached;           /* every format's result came from the cache */
-  unsigned cache_puts;  /* entries it stored in the cache */
-  struct pc__job *next; /* loop thread: the list of parked jobs */
+  int copied;             /* outputs copied from an identical file */
+  int cached;             /* every format's result came from the cache */
+  unsigned cache_puts;    /* entries it stored in the cache */
 
   /* Small files of one directory travel as one unit: one pool hand-off and
    * one directory open for the lot (pigz's lesson: per-item overhead, not

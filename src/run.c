@@ -231,6 +231,7 @@ static void finish_check(pc__run_t *r, pc__job_t *j) {
 
 /* One job of a unit back from the pool. */
 static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
+  pc__dedup_ref_t *w, *next;
   pc__rec_t rec;
 
   if (j->outcome != PC__CHECK_NONE && status == 0) {
@@ -238,30 +239,18 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
     return;
   }
 
-  if (j->wait && status == 0) {
-    /* Its content's leader is still at work: park the job on it, unless
-     * the leader finished since the worker looked. The leader's own
-     * after_work (this thread) requeues its waiters.
+  if (j->dd.wait && status == 0) {
+    /* Its content's leader is still at work: parked until the leader's
+     * own after_work (this thread) wakes it, unless the leader finished
+     * since the worker looked.
      */
-    pc_output_t lo[PC_NFORMATS];
-    int ok;
-    j->wait = 0;
-    if (pc__dedup_result(r->cfg.dedup, j->content, &ok, lo)) {
+    if (pc__dedup_park(r->cfg.dedup, &j->dd))
       requeue(r, j);
-    } else {
-      j->next = j->content->waiters;
-      j->content->waiters = j;
-    }
     return;
   }
-  if (j->lead && j->content->waiters != NULL) {
-    pc__job_t *w = j->content->waiters;
-    j->content->waiters = NULL;
-    while (w != NULL) {
-      pc__job_t *next = w->next;
-      requeue(r, w);
-      w = next;
-    }
+  for (w = pc__dedup_wake(&j->dd); w != NULL; w = next) {
+    next = w->next_parked;
+    requeue(r, PC__CONTAINER_OF(w, pc__job_t, dd));
   }
   r->progress.bytes_done += j->size;
   r->cache_puts += j->cache_puts;

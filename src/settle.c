@@ -85,7 +85,7 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
     s->mem = s->buf.data;
   if (s->hit.mem != NULL) /* the store's copy, until the release below */
     s->mem = s->hit.mem;
-  if (j->lead)
+  if (j->dd.lead)
     pc__dedup_keep(j, s, o->size);
   if (s->hit.rd != NULL) {
     if (s->mem == s->hit.mem)
