@@ -1,4 +1,10 @@
-/* The state of one pc_run(): owned and written by the loop thread only. */
+/* One pc_run(): its state, owned and written by the loop thread only, and
+ * the functions its four files share. run.c is the loop (pc_run(),
+ * pc_stop(), the pool's callbacks, the schedule); setup.c sets the run up
+ * and frees it; dispatch.c turns the walk's entries into jobs and
+ * records; record.c keeps the records and totals and tells the caller.
+ * Dependencies point one way: run -> setup, dispatch -> record.
+ */
 #ifndef PC_RUN_H
 #define PC_RUN_H
 
@@ -78,5 +84,70 @@ typedef struct pc__run {
   int stopping;
   int fatal; /* a negative code that ends the run (ENOMEM) */
 } pc__run_t;
+
+/* --- setup.c ----------------------------------------------------------- */
+
+/* The run's fixed configuration, from the options (kept, not copied):
+ * what every job reads.
+ */
+void pc__setup_init(pc__run_t *r, const pc_options_t *opts);
+
+/* The workers' side of the run: how many (the process's limits), the
+ * codec states they share, the pool's slots, the scheduler and dedupe
+ * within the memory limit. 0 or a negative code.
+ */
+int pc__setup_workers(pc__run_t *r);
+
+/* What the walk meets: the filter chain, the roots, --output-dir, the
+ * manifest (and the earlier one's records), the cache. 0, or the code
+ * that keeps the run from starting; one about a named file puts its name
+ * in totals->err_path (totals may be NULL).
+ */
+int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals);
+
+/* Frees everything setup and the run made (r itself is the caller's). */
+void pc__setup_free(pc__run_t *r);
+
+/* --- dispatch.c -------------------------------------------------------- */
+
+/* Takes up to `budget` entries from the walk (a directory opened counts as
+ * one), each dispatched: small enough slices that finished jobs are
+ * collected and new ones submitted while a large tree is still being
+ * read. 1 when the walk is over (or the run cannot go on: r->fatal).
+ */
+int pc__dispatch_walk(pc__run_t *r, unsigned budget);
+
+/* --- record.c ---------------------------------------------------------- */
+
+/* Tells the caller the progress (on_progress), when it asked. */
+void pc__run_progress(pc__run_t *r);
+
+/* An error about no one file (a directory that cannot be read): counted,
+ * and told to the caller (on_error).
+ */
+void pc__run_error(pc__run_t *r, const char *path, int err);
+
+/* A file that gets no job (skipped, or failed before it could start): its
+ * record. Takes ownership of rel; full names it in messages.
+ */
+void pc__record_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
+                     pc_skip_t skip, const struct stat *st, int err);
+
+/* A file whose outputs are current per `prev`, the earlier manifest's
+ * record: its record names the file by the record's own path.
+ */
+void pc__record_unchanged(pc__run_t *r, uint32_t root, const char *full,
+                          const pc__prev_rec_t *prev);
+
+/* A job back from its worker with a result: its record. The job stays
+ * the caller's.
+ */
+void pc__record_job(pc__run_t *r, const pc__job_t *j);
+
+/* Writes the run's manifest (its options and records) where the options
+ * say; a failure is reported (pc__run_error), not returned: the outputs
+ * stand whatever the manifest does.
+ */
+void pc__record_manifest(pc__run_t *r);
 
 #endif /* PC_RUN_H */
