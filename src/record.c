@@ -94,7 +94,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
  * Takes ownership of rel.
  */
 void pc__record_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
-                      pc_skip_t skip, const struct stat *st, int err) {
+                     pc_skip_t skip, const struct stat *st, int err) {
   pc__rec_t rec;
 
   memset(&rec, 0, sizeof(rec));
@@ -120,7 +120,7 @@ void pc__record_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
  * record: its line names the file by the record's own path.
  */
 void pc__record_unchanged(pc__run_t *r, uint32_t root, const char *full,
-                           const pc__prev_rec_t *prev) {
+                          const pc__prev_rec_t *prev) {
   pc__rec_t rec;
   int f;
 

@@ -4,7 +4,7 @@
  */
 #include "select.h"
 
-#include "store.h"
+#include "storeid.h"
 #include "glob.h"
 
 #include <ctype.h>
