@@ -83,7 +83,6 @@ struct pc__store {
   sqlite3_stmt *find, *del_e, *del_p, *ins_e, *ins_p, *touch, *drop;
 };
 
-
 static inline void put64(unsigned char *p, uint64_t v) {
   int i;
   for (i = 0; i < 8; i++)
@@ -91,7 +90,7 @@ static inline void put64(unsigned char *p, uint64_t v) {
 }
 
 static inline void make_key(const pc__store_t *c, const pc__store_key_t *k,
-                     unsigned char key[KEYLEN]) {
+                            unsigned char key[KEYLEN]) {
   put64(key, k->h[0]);
   put64(key + 8, k->h[1]);
   put64(key + 16, k->size);
@@ -102,8 +101,8 @@ static inline void make_key(const pc__store_t *c, const pc__store_key_t *k,
 }
 
 /* The checksum an entry stores: over its key, its kind and its bytes. */
-static inline void entry_sum_start(XXH3_state_t *s, const unsigned char key[KEYLEN],
-                            int64_t lim) {
+static inline void
+entry_sum_start(XXH3_state_t *s, const unsigned char key[KEYLEN], int64_t lim) {
   unsigned char l[8];
   put64(l, (uint64_t)lim);
   XXH3_128bits_reset(s);

@@ -32,7 +32,8 @@ static reader_t *reader_get(pc__store_t *c) {
    * in pread() calls. SQLite falls back to reads past the map or when it
    * cannot map (an address-space limit).
    */
-  if ((rd->xs = XXH3_createState()) == NULL || pc__store_connect(c->path, c->read_only, 0, &rd->db) != 0 ||
+  if ((rd->xs = XXH3_createState()) == NULL ||
+      pc__store_connect(c->path, c->read_only, 0, &rd->db) != 0 ||
       sqlite3_exec(rd->db, "PRAGMA mmap_size = " MMAP_SIZE, NULL, NULL, NULL) !=
           SQLITE_OK ||
       sqlite3_prepare_v3(

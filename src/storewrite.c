@@ -28,7 +28,7 @@ static void enqueue(pc__store_t *c, op_t *o) {
 }
 
 void pc__store_queue_small(pc__store_t *c, int kind, int64_t id,
-                        const unsigned char key[KEYLEN]) {
+                           const unsigned char key[KEYLEN]) {
   op_t *o;
   if (c->read_only || (o = calloc(1, sizeof(*o))) == NULL)
     return;
