@@ -24,26 +24,27 @@ static void cache_key(const pc__job_t *j, int f, const uint64_t h[2],
  * keep rule: a payload (kept or not by its length), or a rejection above a
  * limit at least ours. 1 when it did.
  */
-int pc__cache_get(pc__job_t *j, int f, const uint64_t h[2], uint64_t limit,
-                  pc__fmt_t *s) {
+int pc__cache_get(pc__work_t *w, int f, uint64_t limit) {
+  pc__job_t *j = w->j;
+  pc__fmt_t *s = &w->fs[f];
   pc__store_key_t k;
   pc__store_hit_t hit;
 
-  cache_key(j, f, h, &k);
+  cache_key(j, f, w->h, &k);
   if (!pc__store_get(j->cfg->cache, &k, &hit))
     return 0;
   if (hit.rejected) {
     if (hit.limit < limit)
       return 0; /* rejected above a lower limit: ours may keep it */
-    j->out[f].state = PC_OUT_RATIO;
+    j->res.out[f].state = PC_OUT_RATIO;
   } else if (pc__keep(j->size, hit.len, j->cfg->ratio_num, j->cfg->ratio_den)) {
-    j->out[f].state = PC_OUT_KEPT;
-    j->out[f].size = hit.len;
+    j->res.out[f].state = PC_OUT_KEPT;
+    j->res.out[f].size = hit.len;
     s->total = hit.len;
     s->hit = hit; /* copied by pc__settle(), released by the job */
     hit.rd = NULL;
   } else {
-    j->out[f].state = PC_OUT_RATIO;
+    j->res.out[f].state = PC_OUT_RATIO;
   }
   pc__store_release(j->cfg->cache, &hit);
   s->cached = 1;
@@ -54,7 +55,8 @@ int pc__cache_get(pc__job_t *j, int f, const uint64_t h[2], uint64_t limit,
  * holds) into the format's temp file. The hit is released on failure, by
  * pc__settle() after use.
  */
-int pc__cache_copy(pc__job_t *j, pc__fmt_t *s, uint64_t n) {
+int pc__cache_copy(pc__work_t *w, pc__fmt_t *s, uint64_t n) {
+  pc__job_t *j = w->j;
   unsigned char *buf = NULL;
   uint64_t off = 0;
   int err = 0;
@@ -66,7 +68,7 @@ int pc__cache_copy(pc__job_t *j, pc__fmt_t *s, uint64_t n) {
     pc__job_fail(j, -ENOMEM, NULL);
     return -ENOMEM;
   }
-  if (s->out.fd < 0 && (err = pc__job_out_open(j, s)) != 0) {
+  if (s->out.fd < 0 && (err = pc__work_out_open(w, s)) != 0) {
     pc__job_fail(j, err, s->final);
     goto out;
   }
@@ -94,27 +96,32 @@ out:
   return err;
 }
 
-void pc__cache_mark(const pc__job_t *j, pc__fmt_t *s, const uint64_t *h) {
-  if (j->cfg->cache != NULL && h != NULL && !s->cached && !j->copied &&
+void pc__cache_mark(const pc__work_t *w, pc__fmt_t *s) {
+  const pc__job_t *j = w->j;
+  if (j->cfg->cache != NULL && w->have_hash && !s->cached && !j->res.copied &&
       !j->cfg->dry_run && j->size > 0)
-    s->hash = h;
+    s->hash = w->h;
 }
 
-void pc__cache_put_kept(pc__job_t *j, int f, const pc__fmt_t *s, uint64_t n) {
+void pc__cache_put_kept(pc__work_t *w, int f, uint64_t n) {
+  pc__job_t *j = w->j;
+  const pc__fmt_t *s = &w->fs[f];
   pc__store_key_t k;
 
   cache_key(j, f, s->hash, &k);
-  j->cache_puts += (unsigned)pc__store_put(
+  j->res.cache_puts += (unsigned)pc__store_put(
       j->cfg->cache, &k, 1, s->mem != NULL ? s->mem : s->keep, s->out.fd, n, 0);
 }
 
-void pc__cache_put_rejected(pc__job_t *j, int f, const pc__fmt_t *s) {
+void pc__cache_put_rejected(pc__work_t *w, int f) {
+  pc__job_t *j = w->j;
+  const pc__fmt_t *s = &w->fs[f];
   pc__store_key_t k;
 
-  if (s->hash == NULL || j->out[f].state == PC_OUT_KEPT)
+  if (s->hash == NULL || j->res.out[f].state == PC_OUT_KEPT)
     return;
   cache_key(j, f, s->hash, &k);
-  j->cache_puts += (unsigned)pc__store_put(
+  j->res.cache_puts += (unsigned)pc__store_put(
       j->cfg->cache, &k, 0, NULL, -1, 0,
       pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
 }

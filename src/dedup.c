@@ -189,7 +189,7 @@ pc__dedup_ref_t *pc__dedup_wake(pc__dedup_ref_t *ref) {
  * to be compressed from; a larger one is read in chunks and the descriptor
  * rewound.
  */
-static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
+static int hash_file(const pc__job_t *j, int fd, unsigned char **whole,
                      uint64_t h[2]) {
   XXH128_hash_t x;
   unsigned char *buf;
@@ -243,8 +243,9 @@ static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
  * the budget spent): then the caller compresses instead. Negative on our
  * own write errors.
  */
-static int copy_outputs(pc__job_t *j, pc__fmt_t *fs, const pc_output_t *lo,
+static int copy_outputs(pc__work_t *w, const pc_output_t *lo,
                         const pc__content_t *c) {
+  pc__job_t *j = w->j;
   int f, err;
 
   /* Every kept format's bytes must be there, or the follower compresses:
@@ -255,13 +256,13 @@ static int copy_outputs(pc__job_t *j, pc__fmt_t *fs, const pc_output_t *lo,
         c->bytes[f] == NULL && !j->cfg->dry_run)
       return 1;
   for (f = 0; f < PC_NFORMATS; f++) {
-    pc__fmt_t *s = &fs[f];
+    pc__fmt_t *s = &w->fs[f];
     if (!(j->cfg->formats & PC_FMT_BIT(f)) || lo[f].state != PC_OUT_KEPT)
       continue;
     s->total = lo[f].size;
     if (j->cfg->dry_run)
       continue; /* nothing to write */
-    if ((err = pc__job_out_open(j, s)) != 0 ||
+    if ((err = pc__work_out_open(w, s)) != 0 ||
         (err = pc__out_write(&s->out, c->bytes[f], lo[f].size)) != 0) {
       pc__job_fail(j, err, s->final);
       return err;
@@ -278,57 +279,59 @@ static int copy_outputs(pc__job_t *j, pc__fmt_t *fs, const pc_output_t *lo,
  * it was after feeding the encoders other bytes. 1 when done, 0 to
  * compress instead, negative on error.
  */
-static int try_copy(pc__job_t *j, pc__fmt_t *fs) {
+static int try_copy(pc__work_t *w) {
+  pc__job_t *j = w->j;
   pc_output_t lo[PC_NFORMATS];
   int ok, r, f;
 
   if (!pc__dedup_result(j->cfg->dedup, j->dd.content, &ok, lo) || !ok)
     return 0;
-  r = copy_outputs(j, fs, lo, j->dd.content);
+  r = copy_outputs(w, lo, j->dd.content);
   if (r != 0) {
     for (f = 0; f < PC_NFORMATS; f++)
-      pc__out_discard(&fs[f].out);
+      pc__out_discard(&w->fs[f].out);
     return r < 0 ? r : 0;
   }
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!(j->cfg->formats & PC_FMT_BIT(f)))
       continue;
-    j->out[f].state = lo[f].state == PC_OUT_KEPT ? PC_OUT_KEPT : PC_OUT_RATIO;
-    j->out[f].size = lo[f].state == PC_OUT_KEPT ? lo[f].size : 0;
+    j->res.out[f].state =
+        lo[f].state == PC_OUT_KEPT ? PC_OUT_KEPT : PC_OUT_RATIO;
+    j->res.out[f].size = lo[f].state == PC_OUT_KEPT ? lo[f].size : 0;
   }
-  j->copied = 1;
+  j->res.copied = 1;
   return 1;
 }
 
-int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole, uint64_t h[2],
-                   int *have_hash, pc__fmt_t *fs) {
+int pc__dedup_step(pc__work_t *w) {
+  pc__job_t *j = w->j;
   int err, r = 0;
 
   if (j->size > 0 && j->cfg->dedup != NULL) {
     if (j->dd.content == NULL) {
       pc__claim_t how;
-      if ((err = hash_file(j, fd, whole, h)) != 0 ||
-          (err = pc__dedup_claim(j->cfg->dedup, j->size, h, &j->dd.content,
+      if ((err = hash_file(j, w->fd, &w->whole, w->h)) != 0 ||
+          (err = pc__dedup_claim(j->cfg->dedup, j->size, w->h, &j->dd.content,
                                  &how)) != 0) {
         pc__job_fail(j, err, NULL);
         return 1;
       }
-      *have_hash = 1;
+      w->have_hash = 1;
       if (how == PC__CLAIM_WAIT) {
         j->dd.wait = 1;
         return 1;
       }
       j->dd.lead = how == PC__CLAIM_LEAD;
     }
-    if (!j->dd.lead && (r = try_copy(j, fs)) < 0) {
+    if (!j->dd.lead && (r = try_copy(w)) < 0) {
       pc__job_fail(j, r, NULL);
       return 1;
     }
   }
-  if (j->dd.content != NULL && !*have_hash) {
-    h[0] = j->dd.content->h[0]; /* a follower back from waiting */
-    h[1] = j->dd.content->h[1];
-    *have_hash = 1;
+  if (j->dd.content != NULL && !w->have_hash) {
+    w->h[0] = j->dd.content->h[0]; /* a follower back from waiting */
+    w->h[1] = j->dd.content->h[1];
+    w->have_hash = 1;
   }
   return 0;
 }
@@ -338,7 +341,8 @@ int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole, uint64_t h[2],
  * descriptor before its rename, never through a name. Best effort, within
  * the table's budget: without it followers compress.
  */
-void pc__dedup_keep(pc__job_t *j, pc__fmt_t *s, uint64_t n) {
+void pc__dedup_keep(pc__work_t *w, pc__fmt_t *s, uint64_t n) {
+  const pc__job_t *j = w->j;
   unsigned char *p;
   uint64_t done = 0;
 
@@ -370,15 +374,17 @@ undo:
   pc__dedup_unreserve(j->cfg->dedup, n);
 }
 
-void pc__dedup_lead_done(pc__job_t *j, pc__fmt_t *fs) {
+void pc__dedup_lead_done(pc__work_t *w) {
+  pc__job_t *j = w->j;
   unsigned char *keep[PC_NFORMATS];
   int f;
 
   if (!j->dd.lead)
     return;
   for (f = 0; f < PC_NFORMATS; f++) {
-    keep[f] = fs[f].keep;
-    fs[f].keep = NULL;
+    keep[f] = w->fs[f].keep;
+    w->fs[f].keep = NULL;
   }
-  pc__dedup_publish(j->cfg->dedup, j->dd.content, j->err == 0, j->out, keep);
+  pc__dedup_publish(j->cfg->dedup, j->dd.content, j->res.err == 0, j->res.out,
+                    keep);
 }

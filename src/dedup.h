@@ -22,6 +22,7 @@
 #define PC_DEDUP_H
 
 #include "common.h"
+#include "job.h"
 
 #include <uv.h>
 
@@ -47,17 +48,6 @@ typedef struct pc__content {
    */
   struct pc__dedup_ref *parked;
 } pc__content_t;
-
-/* A job's part in dedupe, dedup.c's to write: the content it claimed and
- * how, and its place among the followers parked on that content.
- */
-typedef struct pc__dedup_ref {
-  pc__content_t *content; /* claimed (a worker), or NULL */
-  int wait;               /* a follower whose leader is still at work:
-                             the worker asks the loop thread to park it */
-  int lead;               /* compressed it first: others may wait on it */
-  struct pc__dedup_ref *next_parked; /* the loop thread's */
-} pc__dedup_ref_t;
 
 typedef enum pc__claim {
   PC__CLAIM_LEAD, /* new content: compress it and publish */
@@ -115,29 +105,28 @@ pc__dedup_ref_t *pc__dedup_wake(pc__dedup_ref_t *ref);
 
 /* --- The worker side (a job: work.h) --- */
 
-struct pc__job;
+struct pc__work;
 struct pc__fmt;
 
-/* The job's dedupe phase, its source open as fd: hashes the file into h
- * (*whole: the whole file when it fits PC__CHUNK, malloc'd, the caller's
- * to free; else fd is left at its start) and claims the content; a
- * follower whose leader is done writes the leader's outputs (j->copied)
- * when the leader kept a copy of each. 1 when the
- * job stops here (an error recorded, or j->dd.wait: park it until the leader
- * is done), 0 to go on (compressing unless j->copied). A follower back
- * from waiting takes the hash from its claim.
+/* The job's dedupe phase, its source open (w->fd): hashes the file into
+ * w->h (w->whole: the whole file when it fits PC__CHUNK, owned by w; else
+ * the descriptor is left at its start) and claims the content; a
+ * follower whose leader is done writes the leader's outputs
+ * (res.copied) when the leader kept a copy of each. 1 when the job stops
+ * here (an error recorded, or dd.wait: park it until the leader is done),
+ * 0 to go on (compressing unless res.copied). A follower back from
+ * waiting takes the hash from its claim.
  */
-int pc__dedup_step(struct pc__job *j, int fd, unsigned char **whole,
-                   uint64_t h[2], int *have_hash, struct pc__fmt *fs);
+int pc__dedup_step(struct pc__work *w);
 
 /* A leader's copy of its kept output (n bytes) for followers to write
  * from: best effort, within the table's budget.
  */
-void pc__dedup_keep(struct pc__job *j, struct pc__fmt *s, uint64_t n);
+void pc__dedup_keep(struct pc__work *w, struct pc__fmt *s, uint64_t n);
 
 /* A leader's result, published whether it failed or not (followers wait
  * on it), with the copies kept; nothing for a job that does not lead.
  */
-void pc__dedup_lead_done(struct pc__job *j, struct pc__fmt *fs);
+void pc__dedup_lead_done(struct pc__work *w);
 
 #endif /* PC_DEDUP_H */

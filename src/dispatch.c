@@ -9,6 +9,7 @@
 
 #include "incremental.h"
 #include "out.h"
+#include "worker.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,8 +18,8 @@
 
 /* A file to compress, into the scheduler's units. Takes ownership of job. */
 static void push_job(pc__run_t *r, pc__job_t *j) {
-  j->weight = j->size;
-  j->mem = pc__job_mem(&r->cfg, j->size);
+  j->unit.weight = j->size;
+  j->unit.mem = pc__work_mem(&r->cfg, j->size);
   r->progress.files_total++;
   r->progress.bytes_total += j->size;
   if (pc__sched_add(&r->sched, j) != 0)

@@ -56,14 +56,15 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
  * settles it (j->outcome, or an error), 0 to compress it now. The walk saw
  * a regular file in the listing; anything else here was swapped in since.
  */
-int pc__incremental_check(pc__job_t *j) {
+int pc__incremental_check(pc__work_t *w) {
+  pc__job_t *j = w->j;
   const char *base = j->fullpath + pc__job_base_off(j);
   const pc__cfg_t *c = j->cfg;
   struct stat st;
 
-  if (fstatat(j->pdir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+  if (fstatat(w->pdir.fd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) /* gone since the listing */
-      j->outcome = PC__CHECK_GONE;
+      j->res.outcome = PC__CHECK_GONE;
     else
       pc__job_fail(j, PC__ERRNO(), NULL);
     return 1;
@@ -73,10 +74,10 @@ int pc__incremental_check(pc__job_t *j) {
     return 1;
   }
   if (c->man_known && st.st_dev == c->man_dev && st.st_ino == c->man_ino) {
-    j->outcome = PC__CHECK_GONE; /* the manifest itself: never an input */
+    j->res.outcome = PC__CHECK_GONE; /* the manifest itself: never an input */
     return 1;
   }
-  *j->st = st;
+  w->st = st;
   j->size = (uint64_t)st.st_size;
   j->mtime_ns = pc__ns(st.st_mtim);
   if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
@@ -84,15 +85,16 @@ int pc__incremental_check(pc__job_t *j) {
     j->prev = NULL;
     return 0; /* its old outputs are stale now: the job removes them */
   }
-  if (pc__outputs_current(c->formats, j->prev, j->odir, base, &st, j->absent)) {
-    j->outcome = PC__CHECK_SAME;
+  if (pc__outputs_current(c->formats, j->prev, w->odir.fd, base, &st,
+                          j->absent)) {
+    j->res.outcome = PC__CHECK_SAME;
     return 1;
   }
   /* Scheduled by its recorded size: a new one may belong elsewhere (its
    * own unit, or the memory budget's).
    */
   if (j->size != j->prev->size) {
-    j->outcome = PC__CHECK_RESIZED;
+    j->res.outcome = PC__CHECK_RESIZED;
     return 1;
   }
   j->prev = NULL; /* checked: a run again (after a dedupe wait) does not */

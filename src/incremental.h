@@ -30,8 +30,10 @@ const pc__prev_rec_t *pc__incremental_lookup(const pc__prev_t *prev,
                                              unsigned absent);
 
 /* On the worker, for a job the walk handed on unstatted (j->prev): 1 when
- * that settles it (j->outcome, or the job's error), 0 to compress it now.
+ * that settles it (res.outcome, or the job's error), 0 to compress it now
+ * (w->st is then the file's stat).
  */
-int pc__incremental_check(pc__job_t *j);
+struct pc__work;
+int pc__incremental_check(struct pc__work *w);
 
 #endif /* PC_INCREMENTAL_H */

@@ -2,7 +2,7 @@
  * walk is in, listed once (outdir.c). Its listing, not the source
  * directory's, says which outputs are absent and holds the temps a killed
  * run left; the worker side (making the mirror, writing into it) is
- * out.h's pc__out_dir() and work.h's pc__job_out_open().
+ * out.h's pc__out_dir() and work.h's pc__work_out_open().
  */
 #ifndef PC_OUTDIR_H
 #define PC_OUTDIR_H

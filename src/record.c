@@ -157,16 +157,17 @@ void pc__record_job(pc__run_t *r, const pc__job_t *j) {
     return;
   }
   rec.root = j->root;
-  rec.err = j->err;
+  rec.err = j->res.err;
   rec.skip = j->skip;
   /* A link not followed: its target's size is not the run's to tell. */
   rec.size = j->skip == PC_SKIP_LINK_OWNER ? 0 : j->size;
   rec.mtime_ns = j->mtime_ns;
-  rec.deduped = j->copied;
-  rec.cached = j->cached;
-  rec.alone = j->alone;
-  memcpy(rec.out, j->out, sizeof(rec.out));
-  record(r, &rec, j->fullpath, j->err_path != NULL ? j->err_path : j->fullpath);
+  rec.deduped = j->res.copied;
+  rec.cached = j->res.cached;
+  rec.alone = j->unit.alone;
+  memcpy(rec.out, j->res.out, sizeof(rec.out));
+  record(r, &rec, j->fullpath,
+         j->res.err_path != NULL ? j->res.err_path : j->fullpath);
 }
 
 /* The run's manifest: its options and its records, to `to`. */

@@ -17,6 +17,7 @@
 #include "run.h"
 
 #include "store.h"
+#include "worker.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@
 #define PROGRESS_MS 200
 /* Peak memory of a job (encoders and buffers) on the file alone. */
 static uint64_t job_mem(const pc__run_t *r, const pc__job_t *j) {
-  return pc__job_mem(&r->cfg, j->size);
+  return pc__work_mem(&r->cfg, j->size);
 }
 
 /* Into the scheduler; a unit it cannot take is freed and the run ends
@@ -50,7 +51,7 @@ static void flush_batch(pc__run_t *r) {
 }
 
 static void work_cb(uv_work_t *req) {
-  pc__job_run_unit(PC__CONTAINER_OF(req, pc__slot_t, req)->head);
+  pc__work_unit(PC__CONTAINER_OF(req, pc__slot_t, req)->head);
 }
 
 static void maybe_finish(pc__run_t *r);
@@ -61,17 +62,17 @@ static void schedule(pc__run_t *r);
  */
 static void finish_check(pc__run_t *r, pc__job_t *j) {
   r->progress.bytes_total -= j->prev->size;
-  if (j->outcome == PC__CHECK_RESIZED) {
+  if (j->res.outcome == PC__CHECK_RESIZED) {
     r->progress.bytes_total += j->size;
-    j->outcome = PC__CHECK_NONE;
+    j->res.outcome = PC__CHECK_NONE;
     j->prev = NULL;
-    j->weight = j->size;
-    j->mem = job_mem(r, j);
+    j->unit.weight = j->size;
+    j->unit.mem = job_mem(r, j);
     requeue(r, j);
     return;
   }
   r->progress.files_total--; /* skip_file and unchanged_file count it */
-  if (j->outcome != PC__CHECK_GONE)
+  if (j->res.outcome != PC__CHECK_GONE)
     pc__record_unchanged(r, j->root, j->fullpath, j->prev);
   pc__job_free(j);
 }
@@ -80,7 +81,7 @@ static void finish_check(pc__run_t *r, pc__job_t *j) {
 static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
   pc__dedup_ref_t *w, *next;
 
-  if (j->outcome != PC__CHECK_NONE && status == 0) {
+  if (j->res.outcome != PC__CHECK_NONE && status == 0) {
     finish_check(r, j);
     return;
   }
@@ -99,8 +100,8 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
     requeue(r, PC__CONTAINER_OF(w, pc__job_t, dd));
   }
   r->progress.bytes_done += j->size;
-  r->cache_puts += j->cache_puts;
-  if (status == UV_ECANCELED || j->err == PC_EINTERRUPTED) {
+  r->cache_puts += j->res.cache_puts;
+  if (status == UV_ECANCELED || j->res.err == PC_EINTERRUPTED) {
     /* Stopped by a signal before it finished: not a result. */
     r->progress.files_total--;
     pc__job_free(j);
@@ -122,11 +123,11 @@ static void after_work_cb(uv_work_t *req, int status) {
   /* From here on each job stands alone (a parked one is requeued by
    * itself): only the head carried the unit's weight and memory.
    */
-  j->weight = j->size;
-  j->mem = job_mem(r, j);
+  j->unit.weight = j->size;
+  j->unit.mem = job_mem(r, j);
   while (j != NULL) {
-    pc__job_t *next = j->batch;
-    j->batch = NULL;
+    pc__job_t *next = j->unit.next;
+    j->unit.next = NULL;
     finish_job(r, j, status);
     j = next;
   }
