@@ -9,15 +9,31 @@
 
 #include <stdlib.h>
 
-/* The cache's key for format f of this content. */
+/* The cache's key for format f of this content: its hash and size, the
+ * format, and the settings the spec's table marks as shaping an output's
+ * bytes (PC__SPEC_BYTES: the format's level, the gzip engine; the engine
+ * is in every format's key, as it always was).
+ */
 static void cache_key(const pc__job_t *j, int f, const uint64_t h[2],
                       pc__store_key_t *k) {
+  const pc__spec_t *s = &j->cfg->spec;
+  size_t i;
+
   k->h[0] = h[0];
   k->h[1] = h[1];
   k->size = j->size;
   k->format = (pc_format_t)f;
-  k->level = j->cfg->level[f];
-  k->engine = j->cfg->gzip_engine;
+  k->level = 0;
+  k->engine = PC_GZIP_ZLIB;
+  for (i = 0; i < PC__SPEC_NFIELDS; i++) {
+    const pc__spec_field_t *fd = &pc__spec_fields[i];
+    if (!(fd->use & PC__SPEC_BYTES))
+      continue;
+    if (fd->kind == PC__SPEC_LEVEL && fd->format == f)
+      k->level = s->level[f];
+    else if (fd->kind == PC__SPEC_ENGINE)
+      k->engine = s->gzip_engine;
+  }
 }
 
 /* Takes format f's result from the cache when it has one that decides the
@@ -37,7 +53,8 @@ int pc__cache_get(pc__work_t *w, int f, uint64_t limit) {
     if (hit.limit < limit)
       return 0; /* rejected above a lower limit: ours may keep it */
     j->res.out[f].state = PC_OUT_RATIO;
-  } else if (pc__keep(j->size, hit.len, j->cfg->ratio_num, j->cfg->ratio_den)) {
+  } else if (pc__keep(j->size, hit.len, j->cfg->spec.ratio_num,
+                      j->cfg->spec.ratio_den)) {
     j->res.out[f].state = PC_OUT_KEPT;
     j->res.out[f].size = hit.len;
     s->total = hit.len;
@@ -123,5 +140,5 @@ void pc__cache_put_rejected(pc__work_t *w, int f) {
   cache_key(j, f, s->hash, &k);
   j->res.cache_puts += (unsigned)pc__store_put(
       j->cfg->cache, &k, 0, NULL, -1, 0,
-      pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den));
+      pc__keep_limit(j->size, j->cfg->spec.ratio_num, j->cfg->spec.ratio_den));
 }

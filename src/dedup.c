@@ -252,12 +252,12 @@ static int copy_outputs(pc__work_t *w, const pc_output_t *lo,
    * a partial copy would mix a copied .gz with a fresh .br for nothing.
    */
   for (f = 0; f < PC_NFORMATS; f++)
-    if ((j->cfg->formats & PC_FMT_BIT(f)) && lo[f].state == PC_OUT_KEPT &&
+    if ((j->cfg->spec.formats & PC_FMT_BIT(f)) && lo[f].state == PC_OUT_KEPT &&
         c->bytes[f] == NULL && !j->cfg->dry_run)
       return 1;
   for (f = 0; f < PC_NFORMATS; f++) {
     pc__fmt_t *s = &w->fs[f];
-    if (!(j->cfg->formats & PC_FMT_BIT(f)) || lo[f].state != PC_OUT_KEPT)
+    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)) || lo[f].state != PC_OUT_KEPT)
       continue;
     s->total = lo[f].size;
     if (j->cfg->dry_run)
@@ -293,7 +293,7 @@ static int try_copy(pc__work_t *w) {
     return r < 0 ? r : 0;
   }
   for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(j->cfg->formats & PC_FMT_BIT(f)))
+    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)))
       continue;
     j->res.out[f].state =
         lo[f].state == PC_OUT_KEPT ? PC_OUT_KEPT : PC_OUT_RATIO;

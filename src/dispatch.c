@@ -34,14 +34,14 @@ static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
                                           const struct stat *st,
                                           unsigned absent) {
   int odfd = e->dfd;
-  if (r->cfg.outdir) {
+  if (r->cfg.spec.output_dir != NULL) {
     /* Outputs the mirror cannot tell of are not current. */
     if (r->mirror.state == PC__MIRROR_ERROR)
       return NULL;
     odfd = r->mirror.fd;
   }
-  return pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.formats, e->root,
-                                rel, odfd, e->name, st, absent);
+  return pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.spec.formats,
+                                e->root, rel, odfd, e->name, st, absent);
 }
 
 /* The enabled formats whose output the listing of its outputs' directory
@@ -49,7 +49,7 @@ static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
  * opened, none: each job looks, and reports why it cannot.
  */
 static unsigned absent_of(const pc__run_t *r, const pc__sel_entry_t *se) {
-  if (r->cfg.outdir && r->mirror.state == PC__MIRROR_ERROR)
+  if (r->cfg.spec.output_dir != NULL && r->mirror.state == PC__MIRROR_ERROR)
     return 0;
   return pc__select_absent(&r->sel, se);
 }
@@ -62,7 +62,7 @@ static unsigned absent_of(const pc__run_t *r, const pc__sel_entry_t *se) {
 static int claim_outputs(pc__run_t *r, const pc__sel_entry_t *se) {
   int ret;
 
-  if (!r->cfg.outdir || r->nroots < 2)
+  if (r->cfg.spec.output_dir == NULL || r->nroots < 2)
     return 1;
   if ((ret = pc__relset_claim(&r->rels, se->rel, se->rel_len)) < 0) {
     r->fatal = ret;
@@ -89,14 +89,17 @@ static int out_dir_ok(pc__run_t *r, const pc__entry_t *e) {
   r->wdir_known = 1;
   r->wdir = e->dir;
   r->wdir_err = 0;
-  if (r->cfg.outdir) /* a mirror still to make is the jobs' to report */
+  if (r->cfg.spec.output_dir !=
+      NULL) /* a mirror still to make is the jobs' to report */
     fd = r->mirror.state == PC__MIRROR_OPEN ? r->mirror.fd : -1;
   if ((fd < 0 && fd != AT_FDCWD) || pc__out_writable(fd) == 0)
     return 0;
   r->wdir_err = PC_ENOWRITE;
-  label = r->cfg.outdir && e->drel[0] ? pc__path_join(r->cfg.out_label, e->drel)
-          : r->cfg.outdir             ? pc__strdup(r->cfg.out_label)
-                          : pc__strdup(e->dfull[0] ? e->dfull : ".");
+  label = r->cfg.spec.output_dir != NULL && e->drel[0]
+              ? pc__path_join(r->cfg.spec.output_dir, e->drel)
+          : r->cfg.spec.output_dir != NULL
+              ? pc__strdup(r->cfg.spec.output_dir)
+              : pc__strdup(e->dfull[0] ? e->dfull : ".");
   pc__run_error(r, label, PC_ENOWRITE);
   free(label);
   return r->wdir_err;
@@ -153,7 +156,8 @@ static void take_source(pc__run_t *r, const pc__entry_t *e,
   pc__job_t *j;
 
   /* No output, and none there to remove as stale: a record is all. */
-  if (why != PC_SKIP_NONE && (absent & r->cfg.formats) == r->cfg.formats) {
+  if (why != PC_SKIP_NONE &&
+      (absent & r->cfg.spec.formats) == r->cfg.spec.formats) {
     pc__record_skip(r, e->root, *rel, *full, why, st, 0);
     *rel = NULL;
     return;
@@ -202,7 +206,7 @@ static void take_file(pc__run_t *r, const pc__entry_t *e,
      * now stays (pc__out_reap). With --output-dir the source tree is
      * never written: its temps are reaped in the mirror (mirror_reap).
      */
-    if (!r->cfg.dry_run && !r->cfg.outdir)
+    if (!r->cfg.dry_run && r->cfg.spec.output_dir == NULL)
       pc__out_reap(e->dfd, e->name, &r->start);
     return;
   case PC__SEL_SPECIAL:
@@ -302,7 +306,7 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   se.len = e->len;
   se.ls = e->has_ls ? &e->ls : NULL;
   se.dir = e->dir;
-  if (r->cfg.outdir) {
+  if (r->cfg.spec.output_dir != NULL) {
     if (mirror_for(r, e) != 0)
       return;
     se.outs = &r->mirror.ls;

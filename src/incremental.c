@@ -80,12 +80,12 @@ int pc__incremental_check(pc__work_t *w) {
   w->st = st;
   j->size = (uint64_t)st.st_size;
   j->mtime_ns = pc__ns(st.st_mtim);
-  if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
+  if (st.st_size == 0 || (uint64_t)st.st_size < c->spec.min_size) {
     j->skip = st.st_size == 0 ? PC_SKIP_EMPTY : PC_SKIP_MIN_SIZE;
     j->prev = NULL;
     return 0; /* its old outputs are stale now: the job removes them */
   }
-  if (pc__outputs_current(c->formats, j->prev, w->odir.fd, base, &st,
+  if (pc__outputs_current(c->spec.formats, j->prev, w->odir.fd, base, &st,
                           j->absent)) {
     j->res.outcome = PC__CHECK_SAME;
     return 1;

@@ -6,21 +6,18 @@
 #define PC_JOB_H
 
 #include "common.h"
+#include "spec.h"
 
 #include <stdatomic.h>
 #include <sys/stat.h>
 
 /* What every job reads and none writes. */
 typedef struct pc__cfg {
-  unsigned formats;
-  int level[PC_NFORMATS];
-  pc_gzip_engine_t gzip_engine;
-  uint64_t ratio_num, ratio_den;
+  pc__spec_t spec; /* the settings that shape the outputs (spec.h) */
   int dry_run;
-  int follow;        /* --follow: symlinked directories are part of the tree */
-  int fsync;         /* --fsync: outputs durable before and after rename */
-  uint64_t min_size; /* --min-size: smaller files are skipped */
-  int man_known;     /* the manifest exists: never an input (dev, ino) */
+  int follow;    /* --follow: symlinked directories are part of the tree */
+  int fsync;     /* --fsync: outputs durable before and after rename */
+  int man_known; /* the manifest exists: never an input (dev, ino) */
   dev_t man_dev;
   ino_t man_ino;
   unsigned jobs;   /* threads for zstd's own multi-threading of big files */
@@ -29,13 +26,11 @@ typedef struct pc__cfg {
   struct pc__spares *spares; /* shared, with its own lock: codec states
                                 kept between files, freed with the run */
   struct pc__store *cache;   /* thread-safe (store.h); NULL: no --cache-dir */
-  /* --output-dir: outputs go below out_fd, mirroring each file's path
-   * below its root; out_fd is -1 when a dry run found no such directory
-   * (every output missing). out_label names it in messages.
+  /* --output-dir (spec.output_dir, which names it in messages): outputs
+   * go below out_fd, mirroring each file's path below its root; out_fd is
+   * -1 when a dry run found no such directory (every output missing).
    */
-  int outdir;
   int out_fd;
-  const char *out_label;
 } pc__cfg_t;
 
 /* A job's place in the schedule (schedule.h), the loop thread's alone.

@@ -139,38 +139,65 @@ static int put_ratio(pc__buf_t *b, uint64_t num, uint64_t den) {
                         digits, (unsigned long long)frac);
 }
 
-static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
+/* The value of one field of the spec, after its key; nothing when the
+ * field is not written (*put 0).
+ */
+static int put_field(pc__buf_t *b, const pc__spec_field_t *fd,
+                     const pc__spec_t *s, int *put) {
   const char *sep = "";
   int f, err = 0;
 
-  err |= pc__buf_puts(b, "  \"options\": {\"formats\": [");
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(r->formats & PC_FMT_BIT(f)))
-      continue;
-    err |= pc__buf_printf(b, "%s\"%s\"", sep, pc_format_ext((pc_format_t)f));
-    sep = ", ";
-  }
-  err |= pc__buf_puts(b, "]");
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(r->formats & PC_FMT_BIT(f)))
-      continue;
-    err |= pc__buf_printf(b, ", \"%s\": %d", pc__manifest_level_key[f],
-                          r->level[f]);
+  *put = 1;
+  switch (fd->kind) {
+  case PC__SPEC_FORMATS:
+    err |= pc__buf_puts(b, "[");
+    for (f = 0; f < PC_NFORMATS; f++) {
+      if (!(s->formats & PC_FMT_BIT(f)))
+        continue;
+      err |= pc__buf_printf(b, "%s\"%s\"", sep, pc_format_ext((pc_format_t)f));
+      sep = ", ";
+    }
+    return err | pc__buf_puts(b, "]");
+  case PC__SPEC_LEVEL:
+    if ((*put = (s->formats & PC_FMT_BIT(fd->format)) != 0) == 0)
+      return 0;
+    return pc__buf_printf(b, "%d", s->level[fd->format]);
+  case PC__SPEC_ENGINE:
     /* Only when not zlib: default manifests stay as they were. */
-    if (f == PC_GZ && r->gzip_engine != PC_GZIP_ZLIB)
-      err |= pc__buf_printf(b, ", \"gzip_engine\": \"%s\"",
-                            pc_gzip_engine_name(r->gzip_engine));
+    if ((*put = (s->formats & PC_FMT_BIT(PC_GZ)) &&
+                s->gzip_engine != PC_GZIP_ZLIB) == 0)
+      return 0;
+    return pc__buf_printf(b, "\"%s\"", pc_gzip_engine_name(s->gzip_engine));
+  case PC__SPEC_RATIO:
+    return put_ratio(b, s->ratio_num, s->ratio_den);
+  case PC__SPEC_MIN_SIZE:
+    return pc__buf_printf(b, "%llu", (unsigned long long)s->min_size);
+  default: /* PC__SPEC_OUTPUT_DIR */
+    /* Only with --output-dir: in-place manifests stay as they were. */
+    if ((*put = s->output_dir != NULL) == 0)
+      return 0;
+    return pc__json_str(b, s->output_dir, strlen(s->output_dir), NULL);
   }
-  err |= pc__buf_puts(b, ", \"max_ratio\": ");
-  err |= put_ratio(b, r->ratio_num, r->ratio_den);
-  err |= pc__buf_printf(b, ", \"min_size\": %llu",
-                        (unsigned long long)r->min_size);
-  /* Only with --output-dir: in-place manifests stay as they were. */
-  if (r->output_dir != NULL) {
-    err |= pc__buf_puts(b, ", \"output_dir\": ");
-    err |= pc__json_str(b, r->output_dir, strlen(r->output_dir), NULL);
+}
+
+/* "options": the spec's fields (spec.h), in the table's order, each
+ * under its key.
+ */
+static int put_options(pc__buf_t *b, const pc__spec_t *s) {
+  size_t k;
+  int put, err = pc__buf_puts(b, "  \"options\": {");
+
+  for (k = 0; k < PC__SPEC_NFIELDS && err == 0; k++) {
+    size_t at = b->len;
+    if ((err = pc__buf_printf(b, "%s\"%s\": ", k > 0 ? ", " : "",
+                              pc__spec_fields[k].key)) != 0 ||
+        (err = put_field(b, &pc__spec_fields[k], s, &put)) != 0)
+      break;
+    if (!put)
+      b->len = at; /* not written: its key goes too */
   }
-  err |= pc__buf_puts(b, "},\n");
+  if (err == 0)
+    err = pc__buf_puts(b, "},\n");
   return err ? -ENOMEM : 0;
 }
 
@@ -278,7 +305,7 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
   err |= pc__buf_printf(b, "  \"totals\": {\"files\": %llu, \"bytes\": %llu",
                         (unsigned long long)files, (unsigned long long)bytes);
   for (f = 0; f < PC_NFORMATS; f++)
-    if (r->formats & PC_FMT_BIT(f))
+    if (r->spec.formats & PC_FMT_BIT(f))
       err |=
           pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
                          pc_format_ext((pc_format_t)f),
@@ -393,7 +420,7 @@ static int put_head(pc__buf_t *b, const pc__mdoc_t *r) {
   err |= pc__buf_puts(b, "{\n  \"precompress\": 1,\n");
   if (r->incomplete)
     err |= pc__buf_puts(b, "  \"incomplete\": true,\n");
-  if (put_options(b, r) != 0)
+  if (put_options(b, &r->spec) != 0)
     err = -ENOMEM;
   if (r->nroots > 1) {
     uint32_t k;

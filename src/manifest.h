@@ -1,26 +1,30 @@
 /* The manifest: its records, its schema, its writer (manifest.c) and its
  * one reader (manifest_read.c).
  *
- * The schema, in the order the writer puts it (DESIGN 2.4):
+ * The schema, in the order the writer puts it:
  *
- *   {"precompress": 1,                       the version; 1 is the only one
- *    "incomplete": true,                     only when the run was stopped
- *    "options": {"formats": ["gz", ...],     the formats, in pc_format_t order
- *                LEVEL KEY: N, ...           per format, pc__manifest_level_key
- *                "gzip_engine": "NAME",      after gzip_level, only when not
- * zlib "max_ratio": R, "min_size": N, "output_dir": "DIR"}, (only with
- * --output-dir, DIR as given) "roots": ["LABEL", ...], only with more
- * than one root "files": [                              sorted by (root, path
- * bytes)
- *      {"root": K,                           only with more than one root
- *       "path": "P", "path_hex": "HEX",      path_hex only when P is not UTF-8
- *       "size": N, "mtime_ns": T,            mtime_ns only when not 0
- *       "skipped": "REASON",                 pc_skip_name()
- *       "gz": {"size": N} | {"skipped": "ratio"}, ...   per format written
+ *   {"precompress": 1,              the version; 1 is the only one
+ *    "incomplete": true,            only when the run was stopped
+ *    "options": {...},              the run's settings (spec.h): the
+ *                                   fields of pc__spec_fields, in its
+ *                                   order, each under its key: the
+ *                                   formats (a list, in pc_format_t
+ *                                   order), each enabled format's level,
+ *                                   the gzip engine (only when not zlib),
+ *                                   max_ratio, min_size, output_dir (only
+ *                                   with --output-dir, DIR as given)
+ *    "roots": ["LABEL", ...],       only with more than one root
+ *    "files": [                     sorted by (root, path bytes)
+ *      {"root": K,                  only with more than one root
+ *       "path": "P",
+ *       "path_hex": "HEX",          only when P is not UTF-8
+ *       "size": N,
+ *       "mtime_ns": T,              only when not 0
+ *       "skipped": "REASON",        pc_skip_name()
+ *       "gz": {"size": N} | {"skipped": "ratio"}, ...  per format written
  *       "error": "MESSAGE"},
  *      ...],
- *    "totals": {...}}                        computed from the lines; never
- * read
+ *    "totals": {...}}               computed from the lines; never read
  *
  * The reader tells an absent key from a wrong one and judges nothing, so
  * each user decides what a manifest without a key means (prev.c: no
@@ -31,6 +35,7 @@
 #define PC_MANIFEST_H
 
 #include "common.h"
+#include "spec.h"
 
 #include <sys/types.h>
 
@@ -62,12 +67,8 @@ typedef struct pc__mold {
 
 /* What a manifest says, whoever wrote it (a run, or a merge). */
 typedef struct pc__mdoc {
-  unsigned formats;
-  int level[PC_NFORMATS];
-  pc_gzip_engine_t gzip_engine;
-  uint64_t ratio_num, ratio_den, min_size;
-  const char *output_dir; /* --output-dir as given, or NULL */
-  char *const *labels;    /* root labels; printed when more than one */
+  pc__spec_t spec;     /* its "options" */
+  char *const *labels; /* root labels; printed when more than one */
   uint32_t nroots;
   pc__rec_t *recs; /* sorted in place */
   size_t nrecs;
@@ -116,34 +117,32 @@ int pc__manifest_ours(size_t len, int ours);
  */
 int pc__manifest_write_doc(pc__mdoc_t *d, const pc__mdest_t *to);
 
-/* The key of each format's level in "options" ("gzip_level",
- * "brotli_quality", "zstd_level"): the one table, for writer and reader.
- */
-extern const char *const pc__manifest_level_key[PC_NFORMATS];
-
 /* The order of "files": by root, then path bytes (strcmp). A qsort()
  * comparator of pc__rec_t; merge.c finds a file two shards both
  * list by it too.
  */
 int pc__manifest_cmp_rec(const void *a, const void *b);
 
-/* "options", decoded. Every field is 0 when the key is absent or the value
- * of another kind; nothing is judged here (each user has its own rules).
+/* "options", decoded into a spec field by field (pc__spec_fields): bit k
+ * of `given` when field k's key is there, of `valid` when its value is of
+ * the field's kind, and then only is the field in `spec` (else 0). The
+ * kinds: formats a list (the formats it names; other entries ignored), a
+ * level an integer an int holds, the engine a string naming one
+ * (pc_gzip_engine_name()), max_ratio a number, min_size an integer (taken
+ * as unsigned), output_dir a string. Nothing is judged here: each user has
+ * its own rules, with what follows for them.
  */
 typedef struct pc__mopt {
-  int formats_list; /* "formats" is a list */
-  unsigned formats; /* the formats it names; other entries are ignored */
-  int level_int[PC_NFORMATS]; /* the format's level key is an integer */
-  int64_t level[PC_NFORMATS];
-  int has_engine;     /* "gzip_engine" is given */
-  const char *engine; /* its value when a string, else NULL */
-  int ratio_number;   /* "max_ratio" is a number */
-  double ratio;
-  int min_size_int; /* "min_size" is an integer */
-  int64_t min_size;
-  int has_output_dir;     /* "output_dir" is given (--output-dir) */
-  const char *output_dir; /* its value when a string, else NULL */
+  pc__spec_t spec; /* strings point into the header (valid while it is) */
+  unsigned given, valid;
+  const char *engine; /* the engine's value when a string, else NULL */
+  double ratio;       /* max_ratio as written (when valid) */
+  int ratio_exact;    /* it is a decimal of at most 9 places, in spec as
+                         ratio_num/ratio_den (the shortest such) */
 } pc__mopt_t;
+
+/* The bit of field k of pc__spec_fields in pc__mopt_t.given and .valid. */
+#define PC__SPEC_BIT(k) (1u << (k))
 
 /* The top-level members of a manifest (for each key the last value given,
  * as in a jansson object). Owned by whoever holds it; pc__mhead_free().

@@ -109,7 +109,7 @@ void pc__record_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
   if (err != 0) {
     int f;
     for (f = 0; f < PC_NFORMATS; f++)
-      if (r->cfg.formats & PC_FMT_BIT(f))
+      if (r->cfg.spec.formats & PC_FMT_BIT(f))
         rec.out[f].state = PC_OUT_FAILED;
   }
   r->progress.files_total++;
@@ -175,21 +175,14 @@ static int write_manifest(pc__run_t *r, const pc__mdest_t *to) {
   pc__mdoc_t d;
   char **labels = malloc((r->nroots ? r->nroots : 1) * sizeof(*labels));
   uint32_t k;
-  int f, err;
+  int err;
 
   if (labels == NULL)
     return -ENOMEM;
   for (k = 0; k < r->nroots; k++)
     labels[k] = r->roots[k].label;
   memset(&d, 0, sizeof(d));
-  d.formats = r->cfg.formats;
-  for (f = 0; f < PC_NFORMATS; f++)
-    d.level[f] = r->cfg.level[f];
-  d.gzip_engine = r->cfg.gzip_engine;
-  d.ratio_num = r->cfg.ratio_num;
-  d.ratio_den = r->cfg.ratio_den;
-  d.min_size = r->opts->min_size;
-  d.output_dir = r->opts->output_dir;
+  d.spec = r->cfg.spec;
   d.labels = labels;
   d.nroots = r->nroots;
   d.recs = r->recs;

@@ -204,10 +204,9 @@ static int open_manifest(pc__run_t *r) {
   for (k = 0; k < r->nroots; k++)
     labels[k] = r->roots[k].label;
   /* With --force it is only judged: its records are not wanted. */
-  err = pc__prev_parse(
-      o->force ? NULL : &r->prev, &ours, (const char *)text.data, text.len,
-      o->formats, o->level, o->gzip_engine, o->ratio_num, o->ratio_den,
-      o->output_dir, labels, r->nroots, r->jobs, PC__PREV_MIN_PART);
+  err = pc__prev_parse(o->force ? NULL : &r->prev, &ours,
+                       (const char *)text.data, text.len, &r->cfg.spec, labels,
+                       r->nroots, r->jobs, PC__PREV_MIN_PART);
   if (err == -ENOMEM)
     goto out;
   if (writing && pc__manifest_ours(text.len, ours) != 0) {
@@ -370,26 +369,16 @@ void pc__setup_free(pc__run_t *r) {
 
 /* The run's fixed configuration, from the options: what every job reads. */
 void pc__setup_init(pc__run_t *r, const pc_options_t *opts) {
-  int f;
-
   r->opts = opts;
   /* No file made before this instant has a later ctime (the kernel stamps
    * with the coarse clock, or a finer one, never ahead of this one).
    */
   clock_gettime(CLOCK_REALTIME, &r->start);
-  r->cfg.formats = opts->formats;
-  for (f = 0; f < PC_NFORMATS; f++)
-    r->cfg.level[f] = opts->level[f];
-  r->cfg.gzip_engine = opts->gzip_engine;
-  r->cfg.ratio_num = opts->ratio_num;
-  r->cfg.ratio_den = opts->ratio_den;
+  pc__spec_of(&r->cfg.spec, opts);
   r->cfg.dry_run = opts->dry_run;
   r->cfg.follow = opts->follow;
-  r->cfg.min_size = opts->min_size;
   r->cfg.fsync = opts->fsync;
-  r->cfg.outdir = opts->output_dir != NULL;
   r->cfg.out_fd = -1;
-  r->cfg.out_label = opts->output_dir;
   r->mirror = (pc__mirror_t)PC__MIRROR_INIT;
   atomic_init(&r->cfg.stop, 0);
   atomic_init(&r->stop_signo, 0);

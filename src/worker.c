@@ -53,8 +53,9 @@ uint64_t pc__work_mem(const pc__cfg_t *cfg, uint64_t size) {
    */
   m += 2 * in;
   for (f = 0; f < PC_NFORMATS; f++)
-    if (cfg->formats & PC_FMT_BIT(f))
-      m += pc__enc_mem((pc_format_t)f, cfg->level[f], cfg->gzip_engine, size) +
+    if (cfg->spec.formats & PC_FMT_BIT(f))
+      m += pc__enc_mem((pc_format_t)f, cfg->spec.level[f],
+                       cfg->spec.gzip_engine, size) +
            2 * out + ((uint64_t)64 << 10);
   return m;
 }
@@ -279,11 +280,11 @@ out:
  */
 static int name_outputs(pc__work_t *w) {
   pc__job_t *j = w->j;
-  const char *path = j->fullpath, *dir = j->cfg->out_label;
+  const char *path = j->fullpath, *dir = j->cfg->spec.output_dir;
   size_t n, dl = 0, base = pc__job_base_off(j);
   int f;
 
-  if (j->cfg->outdir) {
+  if (j->cfg->spec.output_dir != NULL) {
     path = j->fullpath + j->rel_off;
     dl = strlen(dir) + 1; /* "DIR/" */
     base = base - j->rel_off + dl;
@@ -293,7 +294,7 @@ static int name_outputs(pc__work_t *w) {
   for (f = 0; f < PC_NFORMATS; f++) {
     const char *ext = pc_format_ext((pc_format_t)f);
     char *p;
-    if (!(j->cfg->formats & PC_FMT_BIT(f)))
+    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)))
       continue;
     if ((p = w->fs[f].final = malloc(dl + n + 1 + strlen(ext) + 1)) == NULL) {
       pc__job_fail(j, -ENOMEM, NULL);
@@ -324,7 +325,7 @@ static int open_odir(pc__work_t *w) {
   char *path;
   int fd;
 
-  if (!c->outdir) {
+  if (c->spec.output_dir == NULL) {
     w->odir = pc__dirfd_borrow(w->pdir);
     return 0;
   }
@@ -336,18 +337,18 @@ static int open_odir(pc__work_t *w) {
     w->odir.fd = fd;
     w->odir.own = fd >= 0;
     if (fd < 0)
-      j->absent |= c->formats;
+      j->absent |= c->spec.formats;
     return 0;
   }
   /* Named as "DIR/REL-DIR": the directory that is not one to follow. */
-  if ((path = malloc(strlen(c->out_label) + 1 + len + 1)) != NULL) {
-    strcpy(path, c->out_label);
+  if ((path = malloc(strlen(c->spec.output_dir) + 1 + len + 1)) != NULL) {
+    strcpy(path, c->spec.output_dir);
     if (len > 0) {
       strcat(path, "/");
       strncat(path, rel, len);
     }
   }
-  pc__job_fail(j, fd, path != NULL ? path : c->out_label);
+  pc__job_fail(j, fd, path != NULL ? path : c->spec.output_dir);
   free(path);
   return fd;
 }
@@ -374,7 +375,7 @@ static int prepare(pc__work_t *w) {
   if (j->skip == PC_SKIP_NONE)
     return 0;
   for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(j->cfg->formats & PC_FMT_BIT(f)) || (j->absent & PC_FMT_BIT(f)))
+    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)) || (j->absent & PC_FMT_BIT(f)))
       continue;
     if (pc__settle(w, f) != 0)
       break;
@@ -438,7 +439,7 @@ static int open_source(pc__work_t *w) {
   j->size = (uint64_t)w->st.st_size;
   /* Emptied since the walk: nothing to keep, old outputs are stale. */
   for (f = 0; f < PC_NFORMATS; f++)
-    if (j->cfg->formats & PC_FMT_BIT(f))
+    if (j->cfg->spec.formats & PC_FMT_BIT(f))
       j->res.out[f].state = PC_OUT_RATIO;
   return 0;
 }
@@ -453,14 +454,15 @@ static int compress(pc__work_t *w) {
 
   if (j->size == 0 || j->res.copied)
     return 0;
-  limit = pc__keep_limit(j->size, j->cfg->ratio_num, j->cfg->ratio_den);
+  limit =
+      pc__keep_limit(j->size, j->cfg->spec.ratio_num, j->cfg->spec.ratio_den);
   for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(j->cfg->formats & PC_FMT_BIT(f)))
+    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)))
       continue;
     if (j->cfg->cache != NULL && w->have_hash && pc__cache_get(w, f, limit))
       continue;
-    if ((err = pc__enc_new(&w->fs[f].enc, (pc_format_t)f, j->cfg->level[f],
-                           j->cfg->gzip_engine, j->size, j->cfg->jobs,
+    if ((err = pc__enc_new(&w->fs[f].enc, (pc_format_t)f, j->cfg->spec.level[f],
+                           j->cfg->spec.gzip_engine, j->size, j->cfg->jobs,
                            j->cfg->spares)) != 0) {
       pc__job_fail(j, err, NULL);
       return 1;
@@ -475,10 +477,10 @@ static int compress(pc__work_t *w) {
   }
   for (f = 0; f < PC_NFORMATS; f++) {
     const pc__fmt_t *s = &w->fs[f];
-    if (!(j->cfg->formats & PC_FMT_BIT(f)) || s->cached)
+    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)) || s->cached)
       continue;
-    if (s->on &&
-        pc__keep(j->size, s->total, j->cfg->ratio_num, j->cfg->ratio_den)) {
+    if (s->on && pc__keep(j->size, s->total, j->cfg->spec.ratio_num,
+                          j->cfg->spec.ratio_den)) {
       j->res.out[f].state = PC_OUT_KEPT;
       j->res.out[f].size = s->total;
     }
@@ -520,7 +522,7 @@ static void settle_outputs(pc__work_t *w) {
   int f;
 
   for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(w->j->cfg->formats & PC_FMT_BIT(f)))
+    if (!(w->j->cfg->spec.formats & PC_FMT_BIT(f)))
       continue;
     pc__cache_mark(w, &w->fs[f]);
     if (pc__settle(w, f) != 0)
@@ -545,7 +547,7 @@ static void finish(pc__work_t *w) {
   for (f = 0; f < PC_NFORMATS; f++) {
     drop(j, &w->fs[f]);
     /* An output settled before the failure is on disk and valid. */
-    if (j->res.err != 0 && (j->cfg->formats & PC_FMT_BIT(f)) &&
+    if (j->res.err != 0 && (j->cfg->spec.formats & PC_FMT_BIT(f)) &&
         !w->settled[f]) {
       j->res.out[f].state = PC_OUT_FAILED;
       j->res.out[f].action = PC_ACT_NONE;
@@ -590,7 +592,7 @@ static void job_run(pc__job_t *j, pc__dirfd_t pdir, pc__dirfd_t *odir) {
 
 void pc__work_unit(pc__job_t *head) {
   pc__dirfd_t pdir = PC__DIRFD_NONE, odir = PC__DIRFD_NONE;
-  int shared = head->unit.next != NULL && head->cfg->outdir;
+  int shared = head->unit.next != NULL && head->cfg->spec.output_dir != NULL;
   pc__job_t *j;
 
   /* The unit's jobs share a directory: open it once. When that fails, each
