@@ -112,10 +112,10 @@ struct pc__fmt;
  * w->h (w->whole: the whole file when it fits PC__CHUNK, owned by w; else
  * the descriptor is left at its start) and claims the content; a
  * follower whose leader is done writes the leader's outputs
- * (res.copied) when the leader kept a copy of each. 1 when the job stops
- * here (an error recorded, or dd.wait: park it until the leader is done),
- * 0 to go on (compressing unless res.copied). A follower back from
- * waiting takes the hash from its claim.
+ * (res.copied) when the leader kept a copy of each. A phase (worker.c):
+ * 0 to go on (compressing unless res.copied), the job's error, or
+ * PC__EDONE with dd.wait set (park it until the leader is done). A
+ * follower back from waiting takes the hash from its claim.
  */
 int pc__dedup_step(struct pc__work *w);
 

@@ -60,15 +60,15 @@ static unsigned absent_of(const pc__run_t *r, const pc__sel_entry_t *se) {
  * PC_EOUTTWICE). The walk is the one writer of the set: no race decides.
  */
 static int claim_outputs(pc__run_t *r, const pc__sel_entry_t *se) {
-  int ret;
+  int taken, err;
 
   if (r->cfg.spec.output_dir == NULL || r->nroots < 2)
     return 1;
-  if ((ret = pc__relset_claim(&r->rels, se->rel, se->rel_len)) < 0) {
-    r->fatal = ret;
+  if ((err = pc__relset_claim(&r->rels, se->rel, se->rel_len, &taken)) != 0) {
+    r->fatal = err;
     return 1; /* the run ends: no record either way */
   }
-  return ret;
+  return taken;
 }
 
 /* 0 when the outputs of the entry's directory may be written where they
@@ -281,17 +281,17 @@ static void mirror_reap(pc__run_t *r, const pc__entry_t *e) {
 }
 
 /* --output-dir: the mirror of the entry's directory, looked at when the
- * walk moves to another directory. 0, or -1 when the run cannot go on.
+ * walk moves to another directory. 0, or the code that ends the run (in
+ * r->fatal too).
  */
 static int mirror_for(pc__run_t *r, const pc__entry_t *e) {
-  int ret = pc__mirror_at(&r->mirror, r->cfg.out_fd, e->drel);
-  if (ret < 0) {
-    r->fatal = ret;
-    return -1;
-  }
-  if (ret > 0 && r->mirror.state == PC__MIRROR_OPEN)
+  int looked, err;
+
+  if ((err = pc__mirror_at(&r->mirror, r->cfg.out_fd, e->drel, &looked)) != 0)
+    return r->fatal = err;
+  if (looked && r->mirror.state == PC__MIRROR_OPEN)
     mirror_reap(r, e);
-  return r->fatal != 0 ? -1 : 0;
+  return r->fatal;
 }
 
 /* One entry of the walk. */
@@ -357,7 +357,7 @@ int pc__dispatch_walk(pc__run_t *r, unsigned budget) {
     pc__entry_t e;
     int ret = pc__walk_next(r->walk, &e);
     budget -= e.opened < budget ? e.opened : budget;
-    if (ret == 0)
+    if (ret == 0 && e.end)
       return 1;
     if (ret < 0) {
       if (e.path != NULL)

@@ -145,19 +145,22 @@ static int put_ratio(pc__buf_t *b, uint64_t num, uint64_t den) {
 static int put_field(pc__buf_t *b, const pc__spec_field_t *fd,
                      const pc__spec_t *s, int *put) {
   const char *sep = "";
-  int f, err = 0;
+  int f, err;
 
   *put = 1;
   switch (fd->kind) {
   case PC__SPEC_FORMATS:
-    err |= pc__buf_puts(b, "[");
+    if ((err = pc__buf_puts(b, "[")) != 0)
+      return err;
     for (f = 0; f < PC_NFORMATS; f++) {
       if (!(s->formats & PC_FMT_BIT(f)))
         continue;
-      err |= pc__buf_printf(b, "%s\"%s\"", sep, pc_format_ext((pc_format_t)f));
+      if ((err = pc__buf_printf(b, "%s\"%s\"", sep,
+                                pc_format_ext((pc_format_t)f))) != 0)
+        return err;
       sep = ", ";
     }
-    return err | pc__buf_puts(b, "]");
+    return pc__buf_puts(b, "]");
   case PC__SPEC_LEVEL:
     if ((*put = (s->formats & PC_FMT_BIT(fd->format)) != 0) == 0)
       return 0;
@@ -185,20 +188,20 @@ static int put_field(pc__buf_t *b, const pc__spec_field_t *fd,
  */
 static int put_options(pc__buf_t *b, const pc__spec_t *s) {
   size_t k;
-  int put, err = pc__buf_puts(b, "  \"options\": {");
+  int put, err;
 
-  for (k = 0; k < PC__SPEC_NFIELDS && err == 0; k++) {
+  if ((err = pc__buf_puts(b, "  \"options\": {")) != 0)
+    return err;
+  for (k = 0; k < PC__SPEC_NFIELDS; k++) {
     size_t at = b->len;
     if ((err = pc__buf_printf(b, "%s\"%s\": ", k > 0 ? ", " : "",
                               pc__spec_fields[k].key)) != 0 ||
         (err = put_field(b, &pc__spec_fields[k], s, &put)) != 0)
-      break;
+      return err;
     if (!put)
       b->len = at; /* not written: its key goes too */
   }
-  if (err == 0)
-    err = pc__buf_puts(b, "},\n");
-  return err ? -ENOMEM : 0;
+  return pc__buf_puts(b, "},\n");
 }
 
 /* The writer appends text with these, no printf per field: a manifest of
@@ -227,58 +230,83 @@ static int put_u64(pc__buf_t *b, uint64_t v) {
 
 /* v in decimal, as "%lld" prints it. */
 static int put_i64(pc__buf_t *b, int64_t v) {
+  int err;
+
   if (v >= 0)
     return put_u64(b, (uint64_t)v);
-  return PUT(b, "-") | put_u64(b, 0 - (uint64_t)v);
+  if ((err = PUT(b, "-")) != 0)
+    return err;
+  return put_u64(b, 0 - (uint64_t)v);
+}
+
+/* A member of a line: its key (a literal with the comma before it), then
+ * v in decimal.
+ */
+static int put_u64_member(pc__buf_t *b, const char *key, size_t klen,
+                          uint64_t v) {
+  int err = put(b, key, klen);
+  return err != 0 ? err : put_u64(b, v);
+}
+
+#define PUT_U64(b, lit, v) put_u64_member((b), (lit), sizeof(lit) - 1, (v))
+
+/* Format f's member of a line, when it has one (kept, or not for the
+ * ratio).
+ */
+static int put_output(pc__buf_t *b, int f, const pc_output_t *o) {
+  int err;
+
+  if (o->state != PC_OUT_KEPT && o->state != PC_OUT_RATIO)
+    return 0;
+  if ((err = PUT(b, ", \"")) != 0 ||
+      (err = put_str(b, pc_format_ext((pc_format_t)f))) != 0)
+    return err;
+  if (o->state != PC_OUT_KEPT)
+    return PUT(b, "\": {\"skipped\": \"ratio\"}");
+  if ((err = PUT_U64(b, "\": {\"size\": ", o->size)) != 0)
+    return err;
+  return PUT(b, "}");
+}
+
+/* The members after "size": mtime_ns, skipped, the outputs, error. */
+static int put_rest(pc__buf_t *b, const pc__rec_t *e) {
+  int f, err;
+
+  if (e->mtime_ns != 0 && ((err = PUT(b, ", \"mtime_ns\": ")) != 0 ||
+                           (err = put_i64(b, e->mtime_ns)) != 0))
+    return err;
+  if (e->skip != PC_SKIP_NONE &&
+      ((err = PUT(b, ", \"skipped\": \"")) != 0 ||
+       (err = put_str(b, pc_skip_name(e->skip))) != 0 ||
+       (err = PUT(b, "\"")) != 0))
+    return err;
+  for (f = 0; f < PC_NFORMATS; f++)
+    if ((err = put_output(b, f, &e->out[f])) != 0)
+      return err;
+  if (e->err != 0) {
+    const char *msg = e->err_msg != NULL ? e->err_msg : pc_strerror(e->err);
+    if ((err = PUT(b, ", \"error\": ")) != 0 ||
+        (err = pc__json_str(b, msg, strlen(msg), NULL)) != 0)
+      return err;
+  }
+  return 0;
 }
 
 static int put_file(pc__buf_t *b, const pc__mdoc_t *r, const pc__rec_t *e) {
   size_t n = strlen(e->path);
-  int lossy = 0, f, err = 0;
+  int lossy = 0, err;
 
-  err |= PUT(b, "    {");
-  if (r->nroots > 1) {
-    err |= PUT(b, "\"root\": ");
-    err |= put_u64(b, e->root);
-    err |= PUT(b, ", ");
-  }
-  err |= PUT(b, "\"path\": ");
-  err |= pc__json_str(b, e->path, n, &lossy);
-  if (lossy) {
-    err |= PUT(b, ", \"path_hex\": ");
-    err |= pc__json_hex(b, e->path, n);
-  }
-  err |= PUT(b, ", \"size\": ");
-  err |= put_u64(b, e->size);
-  if (e->mtime_ns != 0) {
-    err |= PUT(b, ", \"mtime_ns\": ");
-    err |= put_i64(b, e->mtime_ns);
-  }
-  if (e->skip != PC_SKIP_NONE) {
-    err |= PUT(b, ", \"skipped\": \"");
-    err |= put_str(b, pc_skip_name(e->skip));
-    err |= PUT(b, "\"");
-  }
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (e->out[f].state != PC_OUT_KEPT && e->out[f].state != PC_OUT_RATIO)
-      continue;
-    err |= PUT(b, ", \"");
-    err |= put_str(b, pc_format_ext((pc_format_t)f));
-    if (e->out[f].state == PC_OUT_KEPT) {
-      err |= PUT(b, "\": {\"size\": ");
-      err |= put_u64(b, e->out[f].size);
-      err |= PUT(b, "}");
-    } else {
-      err |= PUT(b, "\": {\"skipped\": \"ratio\"}");
-    }
-  }
-  if (e->err != 0) {
-    const char *msg = e->err_msg != NULL ? e->err_msg : pc_strerror(e->err);
-    err |= PUT(b, ", \"error\": ");
-    err |= pc__json_str(b, msg, strlen(msg), NULL);
-  }
-  err |= PUT(b, "}");
-  return err ? -ENOMEM : 0;
+  if ((err = PUT(b, "    {")) != 0 ||
+      (r->nroots > 1 && ((err = PUT_U64(b, "\"root\": ", e->root)) != 0 ||
+                         (err = PUT(b, ", ")) != 0)) ||
+      (err = PUT(b, "\"path\": ")) != 0 ||
+      (err = pc__json_str(b, e->path, n, &lossy)) != 0 ||
+      (lossy && ((err = PUT(b, ", \"path_hex\": ")) != 0 ||
+                 (err = pc__json_hex(b, e->path, n)) != 0)) ||
+      (err = PUT_U64(b, ", \"size\": ", e->size)) != 0 ||
+      (err = put_rest(b, e)) != 0)
+    return err;
+  return PUT(b, "}");
 }
 
 /* Totals from the lines themselves, so a merged manifest adds up exactly
@@ -288,7 +316,7 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
   uint64_t files = r->nrecs, bytes = 0, failed = 0;
   uint64_t ff[PC_NFORMATS] = {0}, fb[PC_NFORMATS] = {0};
   size_t i;
-  int f, err = 0;
+  int f, err;
 
   for (i = 0; i < r->nrecs; i++) {
     const pc__rec_t *e = &r->recs[i];
@@ -302,16 +330,18 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
     }
   }
 
-  err |= pc__buf_printf(b, "  \"totals\": {\"files\": %llu, \"bytes\": %llu",
-                        (unsigned long long)files, (unsigned long long)bytes);
+  if ((err = pc__buf_printf(
+           b, "  \"totals\": {\"files\": %llu, \"bytes\": %llu",
+           (unsigned long long)files, (unsigned long long)bytes)) != 0)
+    return err;
   for (f = 0; f < PC_NFORMATS; f++)
-    if (r->spec.formats & PC_FMT_BIT(f))
-      err |=
-          pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
-                         pc_format_ext((pc_format_t)f),
-                         (unsigned long long)ff[f], (unsigned long long)fb[f]);
-  err |= pc__buf_printf(b, ", \"failed\": %llu}", (unsigned long long)failed);
-  return err ? -ENOMEM : 0;
+    if ((r->spec.formats & PC_FMT_BIT(f)) &&
+        (err = pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
+                              pc_format_ext((pc_format_t)f),
+                              (unsigned long long)ff[f],
+                              (unsigned long long)fb[f])) != 0)
+      return err;
+  return pc__buf_printf(b, ", \"failed\": %llu}", (unsigned long long)failed);
 }
 
 /* The text goes to the temp file in blocks of about this size, so the
@@ -415,25 +445,27 @@ static int sink_look(sink_t *snk, pc__mold_t *now) {
  * manifest.h). 0 or -ENOMEM.
  */
 static int put_head(pc__buf_t *b, const pc__mdoc_t *r) {
-  int err = 0;
+  uint32_t k;
+  int err;
 
-  err |= pc__buf_puts(b, "{\n  \"precompress\": 1,\n");
-  if (r->incomplete)
-    err |= pc__buf_puts(b, "  \"incomplete\": true,\n");
-  if (put_options(b, &r->spec) != 0)
-    err = -ENOMEM;
+  if ((err = pc__buf_puts(b, "{\n  \"precompress\": 1,\n")) != 0 ||
+      (r->incomplete &&
+       (err = pc__buf_puts(b, "  \"incomplete\": true,\n")) != 0) ||
+      (err = put_options(b, &r->spec)) != 0)
+    return err;
   if (r->nroots > 1) {
-    uint32_t k;
-    err |= pc__buf_puts(b, "  \"roots\": [");
+    if ((err = pc__buf_puts(b, "  \"roots\": [")) != 0)
+      return err;
     for (k = 0; k < r->nroots; k++) {
       const char *l = r->labels[k];
-      err |= pc__buf_puts(b, k ? ", " : "");
-      err |= pc__json_str(b, l, strlen(l), NULL);
+      if ((err = pc__buf_puts(b, k ? ", " : "")) != 0 ||
+          (err = pc__json_str(b, l, strlen(l), NULL)) != 0)
+        return err;
     }
-    err |= pc__buf_puts(b, "],\n");
+    if ((err = pc__buf_puts(b, "],\n")) != 0)
+      return err;
   }
-  err |= pc__buf_puts(b, "  \"files\": [\n");
-  return err ? -ENOMEM : 0;
+  return pc__buf_puts(b, "  \"files\": [\n");
 }
 
 /* All of the text has gone to the sink: the temp file takes the name,
@@ -479,26 +511,22 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
     qsort(r->recs, r->nrecs, sizeof(*r->recs), pc__manifest_cmp_rec);
   if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0)
     goto out;
-  err = put_head(&b, r);
-  for (i = 0; i < r->nrecs && err == 0; i++) {
-    if (put_file(&b, r, &r->recs[i]) != 0)
-      err = -ENOMEM;
-    err |= pc__buf_puts(&b, i + 1 < r->nrecs ? ",\n" : "\n");
-    if (err == 0 && b.len >= BLOCK) {
+  if ((err = put_head(&b, r)) != 0)
+    goto out;
+  for (i = 0; i < r->nrecs; i++) {
+    if ((err = put_file(&b, r, &r->recs[i])) != 0 ||
+        (err = pc__buf_puts(&b, i + 1 < r->nrecs ? ",\n" : "\n")) != 0)
+      goto out;
+    if (b.len >= BLOCK) {
       if ((err = sink_put(&snk, b.data, b.len)) != 0)
         goto out;
       b.len = 0;
     }
   }
-  err |= pc__buf_puts(&b, "  ],\n");
-  if (put_totals(&b, r) != 0)
-    err = -ENOMEM;
-  err |= pc__buf_puts(&b, "\n}\n");
-  if (err != 0) {
-    err = -ENOMEM;
-    goto out;
-  }
-  if ((err = sink_put(&snk, b.data, b.len)) != 0 || to->path == NULL)
+  if ((err = pc__buf_puts(&b, "  ],\n")) != 0 ||
+      (err = put_totals(&b, r)) != 0 ||
+      (err = pc__buf_puts(&b, "\n}\n")) != 0 ||
+      (err = sink_put(&snk, b.data, b.len)) != 0 || to->path == NULL)
     goto out;
   err = sink_commit(&snk, &now);
 out:

@@ -205,11 +205,11 @@ typedef struct pc__mread {
   /* Called when a "files" list is reached, with the header read so far,
    * and again at the end whenever a member after it changed the header or
    * another "files" came: the last call is always with the final header,
-   * for the "files" that counts. Returns 1 to have its lines (each to
-   * line()), 0 to have them only checked, or a negative code that ends the
-   * read. NULL: only checked.
+   * for the "files" that counts. *want 1 to have its lines (each to
+   * line()), 0 to have them only checked. 0, or a negative code that ends
+   * the read. NULL: only checked.
    */
-  int (*files)(void *data, const pc__mhead_t *h);
+  int (*files)(void *data, const pc__mhead_t *h, int *want);
   /* One line, to `sink`: `data`, or a part's (below). 0 or a negative
    * code that ends the read.
    */

@@ -438,8 +438,9 @@ static int read_files(reader_t *r, size_t *i, int again) {
   memcpy(r->called, r->at, sizeof(r->called));
   if (r->rd->files != NULL) {
     decode_head(&r->h);
-    if ((fill = r->rd->files(r->rd->data, &r->h)) < 0)
-      return fill;
+    int err = r->rd->files(r->rd->data, &r->h, &fill);
+    if (err != 0)
+      return err;
   }
   if (again && !fill)
     return 0;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A skip reason by its name into *out. 0 or PC_ENOTMANIFEST. */
 static int parse_skip(const char *name, pc_skip_t *out) {
   int k;
   for (k = PC_SKIP_NONE + 1; k < PC_SKIP_MAX_; k++) {
@@ -26,7 +27,7 @@ static int parse_skip(const char *name, pc_skip_t *out) {
       return 0;
     }
   }
-  return -1;
+  return PC_ENOTMANIFEST;
 }
 
 /* A line's root into rec. 0 or PC_ENOTMANIFEST. */
@@ -145,10 +146,11 @@ static void drop_recs(merge_t *m, size_t from) {
  * before. With options a merge cannot use, the merge fails before any
  * line counts: they are only checked.
  */
-static int on_files(void *data, const pc__mhead_t *h) {
+static int on_files(void *data, const pc__mhead_t *h, int *want) {
   merge_t *m = data;
   pc__mdoc_t d;
 
+  *want = 0;
   drop_recs(m, m->first);
   m->line_err = 0;
   memset(&d, 0, sizeof(d));
@@ -157,7 +159,8 @@ static int on_files(void *data, const pc__mhead_t *h) {
     return 0;
   m->formats = d.spec.formats;
   m->nroots = h->has_roots ? (uint32_t)h->nroots : 1;
-  return 1;
+  *want = 1;
+  return 0;
 }
 
 static int on_line(void *data, const pc__mline_t *l) {
@@ -166,14 +169,8 @@ static int on_line(void *data, const pc__mline_t *l) {
 
   if (m->line_err != 0)
     return 0; /* the input is only read to its end now */
-  if (m->nrecs == m->cap) {
-    size_t ncap = m->cap ? m->cap * 2 : 1024;
-    pc__rec_t *n = realloc(m->recs, ncap * sizeof(*n));
-    if (n == NULL)
-      return -ENOMEM;
-    m->recs = n;
-    m->cap = ncap;
-  }
+  if ((err = PC__GROW(m->recs, m->nrecs, m->cap, 1024)) != 0)
+    return err;
   err = parse_line(l, m->formats, m->nroots, &m->recs[m->nrecs]);
   if (err == 0) {
     m->nrecs++;

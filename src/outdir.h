@@ -33,11 +33,11 @@ typedef struct pc__mirror {
 
 /* Points m at the mirror below `out_fd` (-1: there is no DIR, a dry run's)
  * of a source directory at `drel` below its root: opened through no
- * symlink, never made, and listed. 0 when m was there already (file PATHs
- * of one directory, or roots in turn, list it once), 1 when it was just
- * looked at (the caller reaps the temps it lists), -ENOMEM.
+ * symlink, never made, and listed. *looked 0 when m was there already
+ * (file PATHs of one directory, or roots in turn, list it once), 1 when it
+ * was just looked at (the caller reaps the temps it lists). 0 or -ENOMEM.
  */
-int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel);
+int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel, int *looked);
 
 /* Closes and frees; m is PC__MIRROR_INIT again. */
 void pc__mirror_free(pc__mirror_t *m);
@@ -53,10 +53,10 @@ typedef struct pc__relset {
   size_t n, cap;
 } pc__relset_t;
 
-/* Claims rel[0..len) for one file: 1 when it was free (now taken), 0 when
- * another file has it, -ENOMEM.
+/* Claims rel[0..len) for one file: *taken 1 when it was free (now taken),
+ * 0 when another file has it. 0 or -ENOMEM.
  */
-int pc__relset_claim(pc__relset_t *s, const char *rel, size_t len);
+int pc__relset_claim(pc__relset_t *s, const char *rel, size_t len, int *taken);
 
 void pc__relset_free(pc__relset_t *s);
 

@@ -118,14 +118,8 @@ static int add(pc__prev_t *p, uint32_t root, const char *path, size_t n,
   s = pc__index_slot(&p->ix, h, entry_is, p, &k);
   if (pc__index_item(&p->ix, s) != UINT32_MAX)
     return 0; /* a duplicate line: the first one stands */
-  if (p->n == p->capents) {
-    size_t cap = p->capents ? p->capents * 2 : 1024;
-    entry_t *ents = realloc(p->ents, cap * sizeof(*ents));
-    if (ents == NULL)
-      return -ENOMEM;
-    p->ents = ents;
-    p->capents = cap;
-  }
+  if ((err = PC__GROW(p->ents, p->n, p->capents, 1024)) != 0)
+    return err;
   if ((err = pc__buf_reserve(&p->names, n + 1)) != 0)
     return err;
   e = &p->ents[p->n];
@@ -239,10 +233,11 @@ static int make_map(load_t *ld, const pc__mhead_t *h) {
 /* A "files" list reached (manifest.h): a new table for it when the header
  * says this run's options, else none (the one made before is dropped).
  */
-static int on_files(void *data, const pc__mhead_t *h) {
+static int on_files(void *data, const pc__mhead_t *h, int *want) {
   load_t *ld = data;
   int err;
 
+  *want = 0;
   pc__prev_free(ld->s.p);
   ld->s.p = NULL;
   free(ld->map);
@@ -253,34 +248,35 @@ static int on_files(void *data, const pc__mhead_t *h) {
     return -ENOMEM;
   if ((err = make_map(ld, h)) != 0)
     return err;
-  return 1;
+  *want = 1;
+  return 0;
 }
 
-/* Fills rec from a line. 0 if usable, -1 to ignore it. */
+/* Fills rec from a line. 1 if usable, 0 to ignore it. */
 static int usable(const pc__mline_t *l, unsigned formats, pc__prev_rec_t *rec) {
   int f;
 
   memset(rec, 0, sizeof(*rec));
   if (l->has_error || l->has_skipped || !l->size_int || !l->mtime_int ||
       l->size < 0)
-    return -1;
+    return 0;
   rec->size = (uint64_t)l->size;
   rec->mtime_ns = l->mtime_ns;
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!(formats & PC_FMT_BIT(f)))
       continue;
     if (!l->out[f].object)
-      return -1;
+      return 0;
     if (l->out[f].sized) {
       rec->out[f].state = PC_OUT_KEPT;
       rec->out[f].size = (uint64_t)l->out[f].size;
     } else if (l->out[f].ratio) {
       rec->out[f].state = PC_OUT_RATIO;
     } else {
-      return -1;
+      return 0;
     }
   }
-  return 0;
+  return 1;
 }
 
 /* One line into the table: anything but a usable object of one of our
@@ -295,7 +291,7 @@ static int on_line(void *sink, const pc__mline_t *l) {
   int err;
 
   if (key == NULL || ri < 0 || (uint64_t)ri >= s->nmap ||
-      s->map[ri] == UINT32_MAX || usable(l, s->formats, &rec) != 0)
+      s->map[ri] == UINT32_MAX || !usable(l, s->formats, &rec))
     return 0;
   /* A name that is not UTF-8 is exact only in path_hex. */
   if (l->hex != NULL) {

@@ -75,17 +75,11 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
       free(rec->path);
     return;
   }
-  if (r->nrecs == r->caprecs) {
-    size_t ncap = r->caprecs ? r->caprecs * 2 : 1024;
-    pc__rec_t *n = realloc(r->recs, ncap * sizeof(*n));
-    if (n == NULL) {
-      if (!rec->borrowed)
-        free(rec->path);
-      r->fatal = -ENOMEM;
-      return;
-    }
-    r->recs = n;
-    r->caprecs = ncap;
+  if (PC__GROW(r->recs, r->nrecs, r->caprecs, 1024) != 0) {
+    if (!rec->borrowed)
+      free(rec->path);
+    r->fatal = -ENOMEM;
+    return;
   }
   r->recs[r->nrecs++] = *rec;
 }

@@ -62,14 +62,10 @@ void pc__sched_init(pc__sched_t *s, unsigned jobs, uint64_t limit) {
 
 int pc__sched_push(pc__sched_t *s, pc__job_t *unit) {
   pc__heap_t *h = unit->unit.mem > PC__SCHED_SMALL ? &s->big : &s->small;
-  if (h->n == h->cap) {
-    size_t ncap = h->cap ? h->cap * 2 : 256;
-    pc__job_t **n = realloc(h->v, ncap * sizeof(*n));
-    if (n == NULL)
-      return -ENOMEM;
-    h->v = n;
-    h->cap = ncap;
-  }
+  int err;
+
+  if ((err = PC__GROW(h->v, h->n, h->cap, 256)) != 0)
+    return err;
   unit->unit.filler = 0;
   unit->unit.alone = 0;
   h->n++;

@@ -56,14 +56,8 @@ static void load_keys(pc__store_t *c, sqlite3 *db) {
     const unsigned char *k = sqlite3_column_blob(s, 0);
     if (k == NULL || sqlite3_column_bytes(s, 0) != KEYLEN)
       continue;
-    if (c->nkeys == cap) {
-      size_t ncap = cap ? cap * 2 : 4096;
-      uint64_t *n = realloc(c->keys, ncap * sizeof(*n));
-      if (n == NULL)
-        goto fail;
-      c->keys = n;
-      cap = ncap;
-    }
+    if (PC__GROW(c->keys, c->nkeys, cap, 4096) != 0)
+      goto fail;
     c->keys[c->nkeys++] = key_prefix(k);
   }
   sqlite3_finalize(s);

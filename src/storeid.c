@@ -146,15 +146,16 @@ static int schema_text(sqlite3 *db, pc__buf_t *out) {
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* 1 if db holds exactly the tables SCHEMA makes and says format 1: a
- * store of 0.9.0's. 0 if not, or a negative code.
+/* *is 1 if db holds exactly the tables SCHEMA makes and says format 1: a
+ * store of 0.9.0's. 0 or a negative code.
  */
-static int unstamped_store(sqlite3 *db) {
+static int unstamped_store(sqlite3 *db, int *is) {
   pc__buf_t want = {0}, have = {0};
   sqlite3 *mem = NULL;
   int64_t format = 0;
-  int rc, ret;
+  int rc, ret = 0;
 
+  *is = 0;
   rc = sqlite3_open_v2(":memory:", &mem,
                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
   if (rc == SQLITE_OK)
@@ -169,7 +170,7 @@ static int unstamped_store(sqlite3 *db) {
     ret = pc__store_err(db, rc);
     goto out;
   }
-  ret = have.len == want.len && memcmp(have.data, want.data, have.len) == 0 &&
+  *is = have.len == want.len && memcmp(have.data, want.data, have.len) == 0 &&
         query_int(db, "SELECT v FROM meta WHERE k = 'format'", &format) ==
             SQLITE_OK &&
         format == 1;
@@ -186,7 +187,7 @@ out:
  */
 static int judge(sqlite3 *db, pc__store_kind_t *kind) {
   int64_t id, version;
-  int rc, r;
+  int rc, err, is;
 
   if ((rc = query_int(db, "PRAGMA application_id", &id)) != SQLITE_OK ||
       (rc = query_int(db, "PRAGMA user_version", &version)) != SQLITE_OK)
@@ -197,10 +198,10 @@ static int judge(sqlite3 *db, pc__store_kind_t *kind) {
   }
   if (id != 0 || version != 0)
     return PC_ESTORE;
-  if ((r = unstamped_store(db)) < 0)
-    return r;
+  if ((err = unstamped_store(db, &is)) != 0)
+    return err;
   *kind = PC__STORE_UNSTAMPED;
-  return r == 1 ? 0 : PC_ESTORE;
+  return is ? 0 : PC_ESTORE;
 }
 
 int pc__store_identify(const char *path, pc__store_kind_t *kind) {

@@ -50,6 +50,7 @@ typedef struct pc__entry {
    */
   const char *path;
   unsigned opened;            /* directories opened (or tried) for this call */
+  int end;                    /* the walk is over: no entry */
   struct pc__walk_node *node; /* the walk's: for pc__walk_enter() */
 } pc__entry_t;
 
@@ -61,12 +62,13 @@ typedef struct pc__entry {
 int pc__walk_new(pc__walk_t **w, const pc__root_t *roots, uint32_t nroots,
                  int follow);
 
-/* The next entry into *e: 1, or 0 when the walk is over, or a negative
- * code: about the directory e->path names when that is not NULL (it is
- * not read; the walk goes on), else the walk cannot go on. At most one
- * directory is opened per call: 1 with e->name NULL when it gave nothing
- * (empty, entered before, a symlink by now), so that a tree of empty
- * directories is walked a slice at a time too; e->opened counts it.
+/* The next entry into *e: 0 with the entry, or with e->end set when the
+ * walk is over; or a negative code: about the directory e->path names
+ * when that is not NULL (it is not read; the walk goes on), else the walk
+ * cannot go on. At most one directory is opened per call: 0 with e->name
+ * NULL when it gave nothing (empty, entered before, a symlink by now), so
+ * that a tree of empty directories is walked a slice at a time too;
+ * e->opened counts it.
  */
 int pc__walk_next(pc__walk_t *w, pc__entry_t *e);
 

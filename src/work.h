@@ -138,6 +138,12 @@ static inline void pc__job_fail(pc__job_t *j, int err, const char *path) {
     j->res.err_path = pc__strdup(path);
 }
 
+/* pc__job_fail(), then err: what a phase returns when the job fails. */
+static inline int pc__job_failed(pc__job_t *j, int err, const char *path) {
+  pc__job_fail(j, err, path);
+  return err;
+}
+
 static inline int pc__job_stopping(const pc__job_t *j) {
   return atomic_load_explicit(&((pc__cfg_t *)j->cfg)->stop,
                               memory_order_relaxed);

@@ -60,6 +60,14 @@ uint64_t pc__work_mem(const pc__cfg_t *cfg, uint64_t size) {
   return m;
 }
 
+/* The code for a failed open below a directory, from its errno: a symlink
+ * met where none may be (ELOOP), or a way out of the tree (EXDEV), means
+ * the tree changed since the walk.
+ */
+static int beneath_err(int e) {
+  return e == ELOOP || e == EXDEV ? PC_ECHANGED : e > 0 ? -e : -EIO;
+}
+
 /* Opens `dir`, a path below dirfd, O_PATH: through no symlink and not
  * out of dirfd unless --follow made symlinked directories part of the
  * tree. A descriptor, or a negative code.
@@ -69,7 +77,7 @@ uint64_t pc__work_mem(const pc__cfg_t *cfg, uint64_t size) {
  * and where there is none (macOS, the BSDs, -Dportable=true):
  * one component at a time, each O_NOFOLLOW, which is what
  * RESOLVE_NO_SYMLINKS does; `dir` comes from the walk, so it holds no "..".
- * A descriptor, or -1 with errno set.
+ * A descriptor (the caller's), or a negative code (beneath_err()).
  */
 static int open_each(int dirfd, const char *dir) {
   const int flags = PC_O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
@@ -80,39 +88,37 @@ static int open_each(int dirfd, const char *dir) {
   for (;;) {
     size_t n = strcspn(p, "/");
     if (n > NAME_MAX) {
-      errno = ENAMETOOLONG;
-      break;
+      if (own)
+        close(at);
+      return -ENAMETOOLONG;
     }
     if (n > 0) {
-      int next;
+      int next, e;
       memcpy(part, p, n);
       part[n] = '\0';
       next = openat(at, part, flags);
-      if (own) {
-        int e = errno;
+      e = errno;
+      if (own)
         close(at);
-        errno = e;
-      }
-      if (next < 0) {
-        /* A directory at the walk, now a link or a file: as openat2's
-         * ELOOP, the tree changed.
-         */
-        if (errno == ENOTDIR)
-          errno = ELOOP;
-        return -1;
-      }
+      /* A directory at the walk, now a link or a file: as openat2's
+       * ELOOP, the tree changed.
+       */
+      if (next < 0)
+        return beneath_err(e == ENOTDIR ? ELOOP : e);
       at = next;
       own = 1;
     }
-    if (p[n] == '\0')
-      return own ? at : openat(dirfd, ".", flags);
+    if (p[n] == '\0') {
+      int fd = own ? at : openat(dirfd, ".", flags);
+      return fd >= 0 ? fd : beneath_err(errno);
+    }
     p += n + 1;
   }
-  if (own)
-    close(at);
-  return -1;
 }
 
+/* `dir` below dirfd, as open_each() says, and through any symlink with
+ * --follow. A descriptor (the caller's), or a negative code.
+ */
 static int open_beneath(const pc__job_t *j, int dirfd, const char *dir) {
 #if PC_HAVE_OPENAT2
   struct open_how how;
@@ -124,14 +130,13 @@ static int open_beneath(const pc__job_t *j, int dirfd, const char *dir) {
   how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
   how.resolve = j->cfg->follow ? 0 : RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
   fd = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
-  if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+  if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+    return fd >= 0 ? fd : beneath_err(errno);
 #endif
-    fd = j->cfg->follow
-             ? openat(dirfd, dir, PC_O_PATH | O_DIRECTORY | O_CLOEXEC)
-             : open_each(dirfd, dir);
-  if (fd < 0)
-    return errno == ELOOP || errno == EXDEV ? PC_ECHANGED : PC__ERRNO();
-  return fd;
+  if (!j->cfg->follow)
+    return open_each(dirfd, dir);
+  fd = openat(dirfd, dir, PC_O_PATH | O_DIRECTORY | O_CLOEXEC);
+  return fd >= 0 ? fd : beneath_err(errno);
 }
 
 /* Opens the directory holding the file into *pdir, below its root and,
@@ -353,64 +358,61 @@ static int open_odir(pc__work_t *w) {
   return fd;
 }
 
+/* The phases below return 0 to go on, or a negative code: the job's
+ * error (recorded), or PC__EDONE (common.h) when it ended without one.
+ */
+
 /* Phase 1: the file's directory, the incremental check, the output names.
  * A file skipped now (empty, or under --min-size) ends here: outputs made
  * while the file had other content no longer match it and are removed, as
- * any output not kept (DESIGN 2.3). 1 when the job is done.
+ * any output not kept (a server must never serve an old body for a new
+ * file).
  */
 static int prepare(pc__work_t *w) {
   pc__job_t *j = w->j;
   int err, f;
 
-  if (w->pdir.fd < 0 && (err = open_pdir(j, &w->pdir)) != 0) {
-    pc__job_fail(j, err, NULL);
-    return 1;
-  }
-  if (open_odir(w) != 0)
-    return 1;
-  if (j->prev != NULL && pc__incremental_check(w))
-    return 1;
-  if (name_outputs(w) != 0)
-    return 1;
+  if (w->pdir.fd < 0 && (err = open_pdir(j, &w->pdir)) != 0)
+    return pc__job_failed(j, err, NULL);
+  if ((err = open_odir(w)) != 0 ||
+      (j->prev != NULL && (err = pc__incremental_check(w)) != 0) ||
+      (err = name_outputs(w)) != 0)
+    return err;
   if (j->skip == PC_SKIP_NONE)
     return 0;
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!(j->cfg->spec.formats & PC_FMT_BIT(f)) || (j->absent & PC_FMT_BIT(f)))
       continue;
-    if (pc__settle(w, f) != 0)
-      break;
+    if ((err = pc__settle(w, f)) != 0)
+      return err;
     w->settled[f] = 1;
   }
-  return 1;
+  return PC__EDONE;
 }
 
 /* Phase 2: opens the source, still a regular file (never through a symlink
  * that appeared since the walk, nor one the rule does not follow: skipped,
- * linkrule.h; O_NONBLOCK: a FIFO swapped in must not block the worker). 1
- * when the job fails or ends here.
+ * linkrule.h; O_NONBLOCK: a FIFO swapped in must not block the worker).
  */
 static int open_source(pc__work_t *w) {
   pc__job_t *j = w->j;
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
   const char *name = j->fullpath + pc__job_base_off(j);
-  int f, r;
+  int f, err;
 
   if (j->via_link) {
     /* A symlink: followed only as linkrule.h says, else skipped unread. */
-    if ((r = pc__link_open(w->pdir.fd, name, j->root_fd, flags, &w->fd,
-                           &w->st)) < 0) {
-      pc__job_fail(j, r, NULL);
-      return 1;
-    }
-    if (r == 0) {
+    if ((err = pc__link_open(w->pdir.fd, name, j->root_fd, flags, &w->fd,
+                             &w->st)) != 0)
+      return pc__job_failed(j, err, NULL);
+    if (w->fd < 0) {
       j->skip = PC_SKIP_LINK_OWNER;
       j->mtime_ns = 0;
-      return 1;
+      return PC__EDONE;
     }
   } else if ((w->fd = openat(w->pdir.fd, name, flags | O_NOFOLLOW)) < 0 ||
              fstat(w->fd, &w->st) != 0) {
-    pc__job_fail(j, PC__ERRNO(), NULL);
-    return 1;
+    return pc__job_failed(j, PC__ERRNO(), NULL);
   }
   if (j->dd.content != NULL) {
     /* Back from waiting: the file must be the one hashed before (kept in
@@ -421,10 +423,8 @@ static int open_source(pc__work_t *w) {
     if ((uint64_t)w->st.st_size != j->size ||
         pc__ns(w->st.st_mtim) != j->mtime_ns ||
         pc__ns(w->st.st_ctim) != j->seen.ctime_ns ||
-        w->st.st_dev != j->seen.dev || w->st.st_ino != j->seen.ino) {
-      pc__job_fail(j, PC_ECHANGED, NULL);
-      return 1;
-    }
+        w->st.st_dev != j->seen.dev || w->st.st_ino != j->seen.ino)
+      return pc__job_failed(j, PC_ECHANGED, NULL);
     w->st.st_atim = j->seen.atime0;
   }
   j->seen.atime0 = w->st.st_atim;
@@ -432,10 +432,8 @@ static int open_source(pc__work_t *w) {
   j->seen.ctime_ns = pc__ns(w->st.st_ctim);
   j->seen.dev = w->st.st_dev;
   j->seen.ino = w->st.st_ino;
-  if (!S_ISREG(w->st.st_mode)) {
-    pc__job_fail(j, PC_ENOTREG, NULL);
-    return 1;
-  }
+  if (!S_ISREG(w->st.st_mode))
+    return pc__job_failed(j, PC_ENOTREG, NULL);
   j->size = (uint64_t)w->st.st_size;
   /* Emptied since the walk: nothing to keep, old outputs are stale. */
   for (f = 0; f < PC_NFORMATS; f++)
@@ -445,7 +443,7 @@ static int open_source(pc__work_t *w) {
 }
 
 /* Phase 4: every format's result, from the cache or compressed here, and
- * the keep rule. 1 when the job fails here.
+ * the keep rule.
  */
 static int compress(pc__work_t *w) {
   pc__job_t *j = w->j;
@@ -463,18 +461,14 @@ static int compress(pc__work_t *w) {
       continue;
     if ((err = pc__enc_new(&w->fs[f].enc, (pc_format_t)f, j->cfg->spec.level[f],
                            j->cfg->spec.gzip_engine, j->size, j->cfg->jobs,
-                           j->cfg->spares)) != 0) {
-      pc__job_fail(j, err, NULL);
-      return 1;
-    }
+                           j->cfg->spares)) != 0)
+      return pc__job_failed(j, err, NULL);
     w->fs[f].on = 1;
     any = 1;
   }
   j->res.cached = !any && j->cfg->cache != NULL;
-  if (any && (err = compress_all(w, limit)) != 0) {
-    pc__job_fail(j, err, NULL);
-    return 1;
-  }
+  if (any && (err = compress_all(w, limit)) != 0)
+    return pc__job_failed(j, err, NULL);
   for (f = 0; f < PC_NFORMATS; f++) {
     const pc__fmt_t *s = &w->fs[f];
     if (!(j->cfg->spec.formats & PC_FMT_BIT(f)) || s->cached)
@@ -493,22 +487,18 @@ static int compress(pc__work_t *w) {
  * file's owner can put size and mtime back (utime()) and not it. The hash
  * check of compress_all() is what proves the bytes; this one also covers
  * outputs copied or taken from the cache (no second read). Closes the
- * source. 1 when the job fails here.
+ * source.
  */
 static int check_unchanged(pc__work_t *w) {
   pc__job_t *j = w->j;
   struct stat after;
 
-  if (fstat(w->fd, &after) != 0) {
-    pc__job_fail(j, PC__ERRNO(), NULL);
-    return 1;
-  }
+  if (fstat(w->fd, &after) != 0)
+    return pc__job_failed(j, PC__ERRNO(), NULL);
   if (after.st_size != w->st.st_size ||
       pc__ns(after.st_mtim) != pc__ns(w->st.st_mtim) ||
-      pc__ns(after.st_ctim) != pc__ns(w->st.st_ctim)) {
-    pc__job_fail(j, PC_ECHANGED, NULL);
-    return 1;
-  }
+      pc__ns(after.st_ctim) != pc__ns(w->st.st_ctim))
+    return pc__job_failed(j, PC_ECHANGED, NULL);
   close(w->fd);
   w->fd = -1;
   return 0;
@@ -580,8 +570,8 @@ static void job_run(pc__job_t *j, pc__dirfd_t pdir, pc__dirfd_t *odir) {
   w.fd = -1;
   w.pdir = pc__dirfd_borrow(pdir);
   w.odir = odir != NULL ? pc__dirfd_borrow(*odir) : (pc__dirfd_t)PC__DIRFD_NONE;
-  if (!prepare(&w) && !open_source(&w) && !pc__dedup_step(&w) &&
-      !compress(&w) && !check_unchanged(&w))
+  if (prepare(&w) == 0 && open_source(&w) == 0 && pc__dedup_step(&w) == 0 &&
+      compress(&w) == 0 && check_unchanged(&w) == 0)
     settle_outputs(&w);
   if (odir != NULL && w.odir.own) { /* what the job found or made */
     *odir = w.odir;
