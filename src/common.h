@@ -31,6 +31,15 @@
  * leaves it is PC__EDONE below.
  */
 
+/* Descriptors have one owner, who closes them, said where they are kept
+ * or handed over: a descriptor given to a function is borrowed (neither
+ * closed nor kept past the call) unless its prototype says the function
+ * takes it; one a function returns or puts through an out-parameter is
+ * the caller's. Where ownership can go either way, a flag says which
+ * (pc__root_t.fd_shared, work.h's pc__dirfd_t), never a comparison of
+ * two descriptors' values.
+ */
+
 /* A worker's phase ended its job here without an error (skipped, settled
  * by the incremental check, parked until its dedupe leader is done): the
  * phases after it do not run. Internal: never a job's error, never

@@ -29,6 +29,7 @@ typedef struct pc__cfg {
   /* --output-dir (spec.output_dir, which names it in messages): outputs
    * go below out_fd, mirroring each file's path below its root; out_fd is
    * -1 when a dry run found no such directory (every output missing).
+   * The run's (setup.c closes it); jobs open below it.
    */
   int out_fd;
 } pc__cfg_t;

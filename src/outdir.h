@@ -21,7 +21,8 @@ enum {
 
 typedef struct pc__mirror {
   int state;        /* PC__MIRROR_* */
-  int fd;           /* the mirror directory while PC__MIRROR_OPEN, else -1 */
+  int fd;           /* the mirror directory while PC__MIRROR_OPEN, else -1:
+                       m's (pc__mirror_at() and _free() close it) */
   char *drel;       /* its path below DIR: a source directory's below its root
                        (under any root: one mirror serves every PATH) */
   pc__listing_t ls; /* sorted (strcmp); empty unless PC__MIRROR_OPEN */

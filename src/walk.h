@@ -24,7 +24,8 @@ typedef struct pc__root {
   char *dir;     /* directory to open; "" means the current one */
   char *label;   /* as the manifest names it */
   char *file;    /* for a file PATH: its base name, else NULL */
-  int fd;        /* `dir`, O_PATH: the walk and jobs open below it */
+  int fd;        /* `dir`, O_PATH: the walk and jobs open below it; the
+                    run's (setup.c closes it), lent to the walk and jobs */
   int fd_shared; /* fd is an earlier root's (the same dir): not closed */
   int fd_err;    /* why fd is -1: the walk reports it and skips the root */
   int skip;      /* the cache's directory or below it: never walked */
@@ -36,7 +37,8 @@ struct pc__walk_node;
 /* One entry, valid until the next pc__walk_next() call. */
 typedef struct pc__entry {
   uint32_t root;    /* index of its PATH */
-  int dfd;          /* the directory holding it: for *at() calls */
+  int dfd;          /* the directory holding it, for *at() calls: the
+                       walk's, valid until the next call */
   const char *name; /* its name there */
   size_t len;
   unsigned char dtype; /* the listing's DT_*; DT_UNKNOWN for a file PATH */
