@@ -2,7 +2,7 @@
  * job's content, taking a result from the store instead of compressing,
  * copying a cached payload into the temp file, and storing what this run
  * compressed. The store itself (SQLite, checksums, the writer thread) is
- * store.c; when a job looks up and when it stores is job.c's order of
+ * store.c; when a job looks up and when it stores is worker.c's order of
  * phases.
  */
 #include "cache.h"

@@ -269,7 +269,7 @@ static int copy_outputs(pc__work_t *w, const pc_output_t *lo,
 
 /* Outputs from an identical file, when the leader succeeded. Its outputs
  * were made from bytes of this size and hash (the leader proved it: a
- * second read that hashes otherwise fails it, job.c), and ours hash so
+ * second read that hashes otherwise fails it, worker.c), and ours hash so
  * too: the copies are of our bytes as we read them. Never compared with
  * the leader's file as it is now, which its owner may have put back as
  * it was after feeding the encoders other bytes. 0 (res.copied says

@@ -3,7 +3,7 @@
  * Every job hashes its file (XXH3-128) before compressing and claims the
  * (size, hash) in this table. The first claimant leads: it compresses and
  * publishes what it kept, with a copy of each output's bytes, once its
- * compressing read has given the same hash again (job.c): what it
+ * compressing read has given the same hash again (worker.c): what it
  * publishes was made from bytes of that size and hash. A later one whose
  * content was claimed either waits for the leader (back on the loop, not
  * blocking a worker) or, once the leader is done, writes the leader's

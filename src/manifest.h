@@ -91,7 +91,8 @@ typedef struct pc__mdest {
   int sync; /* fsync the file and its directory */
 } pc__mdest_t;
 
-/* 0 when a manifest may be written at `path` (DESIGN 2.4, precompress.h):
+/* 0 when a manifest may be written at `path` (precompress.h, at
+ * pc_options_t.manifest):
  * PC_EOUTNAME for a name ending in .gz, .br or .zst (any case); 0 for
  * nothing there or a symlink (replaced as a name, never read); for a
  * regular file, 0 when it is empty or a precompress manifest of any

@@ -71,7 +71,7 @@ static void finish_check(pc__run_t *r, pc__job_t *j) {
     requeue(r, j);
     return;
   }
-  r->progress.files_total--; /* skip_file and unchanged_file count it */
+  r->progress.files_total--; /* pc__record_unchanged() counts it */
   if (j->res.outcome != PC__CHECK_GONE)
     pc__record_unchanged(r, j->root, j->fullpath, j->prev);
   pc__job_free(j);

@@ -1,7 +1,7 @@
 /* Settling one file's outputs: keep (create, replace or refresh through
  * the output protocol, out.h), remove a stale one, or, for a file that
- * failed, remove what nothing shows still matches it (DESIGN 2.3: a
- * server must never serve an old body for a new file).
+ * failed, remove what nothing shows still matches it (a server must
+ * never serve an old body for a new file).
  */
 #include "settle.h"
 
@@ -108,7 +108,7 @@ int pc__settle(pc__work_t *w, int f) {
 /* A failed file's output that this run did not settle: it was made from
  * the file as it was, and nothing shows it matches the file as it is now
  * (unreadable, changed while read, its new output not written), so it goes:
- * a server must not serve it (DESIGN 2.3). Left alone when the file is gone
+ * a server must not serve it. Left alone when the file is gone
  * (outputs whose source is gone are never touched), when the run was
  * stopped before deciding, or when it is a directory (not ours).
  */
