@@ -1,5 +1,6 @@
-/* Generic helpers every file may use: growable byte buffers (pc__buf_*),
- * strdup and path joining. No state, no system calls beyond malloc.
+/* Generic helpers every file may use: growable arrays (pc__grow) and
+ * byte buffers (pc__buf_*), strdup and path joining. No state, no system
+ * calls beyond malloc.
  */
 #include "common.h"
 
@@ -7,6 +8,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int pc__grow(void *arrp, size_t n, size_t *cap, size_t size, size_t first) {
+  size_t ncap = *cap ? *cap * 2 : first;
+  void *p, *np;
+
+  if (n < *cap)
+    return 0;
+  if (ncap <= n || ncap > SIZE_MAX / size)
+    return -ENOMEM;
+  /* arrp points to a pointer to the elements: read and written whole,
+   * as bytes, whatever its element type (POSIX: one representation).
+   */
+  memcpy(&p, arrp, sizeof(p));
+  if ((np = realloc(p, ncap * size)) == NULL)
+    return -ENOMEM; /* p stands, still the caller's */
+  memcpy(arrp, &np, sizeof(np));
+  *cap = ncap;
+  return 0;
+}
 
 int pc__buf_reserve(pc__buf_t *b, size_t more) {
   size_t want, cap;

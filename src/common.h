@@ -22,6 +22,32 @@
 #define PC__CONTAINER_OF(ptr, type, field)                                     \
   ((type *)((char *)(ptr)-offsetof(type, field)))
 
+/* The library's one convention for results: a function that can fail
+ * returns 0 or a negative code (an errno value negated, PC__ERRNO(), or
+ * one of precompress.h's PC_E*); one that answers a question (is_, same_,
+ * a count) returns its answer and cannot fail; an answer from a function
+ * that can fail comes through an out-parameter. No positive status: a
+ * stop is a code too, and the only code of the library's own that never
+ * leaves it is PC__EDONE below.
+ */
+
+/* Descriptors have one owner, who closes them, said where they are kept
+ * or handed over: a descriptor given to a function is borrowed (neither
+ * closed nor kept past the call) unless its prototype says the function
+ * takes it; one a function returns or puts through an out-parameter is
+ * the caller's. Where ownership can go either way, a flag says which
+ * (pc__root_t.fd_shared, work.h's pc__dirfd_t), never a comparison of
+ * two descriptors' values.
+ */
+
+/* A worker's phase ended its job here without an error (skipped, settled
+ * by the incremental check, parked until its dedupe leader is done): the
+ * phases after it do not run. Internal: never a job's error, never
+ * returned by a public function; below PC_ERR_MIN_, so no public code is
+ * ever this one.
+ */
+#define PC__EDONE (PC_ERR_MIN_ - 1)
+
 /* Negated errno of the last failed call. Never 0: a call that failed without
  * setting errno still reports a failure.
  */
@@ -64,6 +90,17 @@ typedef struct pc__buf {
   size_t len;
   size_t cap;
 } pc__buf_t;
+
+/* Growable arrays: room for element n of the array *arrp points to (a
+ * pointer to elements of `size` bytes, NULL when empty) holding *cap
+ * elements. Nothing when n < *cap; else the array is reallocated to twice
+ * *cap elements, or `first` when it is empty, and *cap updated. 0, or
+ * -ENOMEM with the array and *cap as they were. PC__GROW() is the call
+ * every array of the library makes.
+ */
+int pc__grow(void *arrp, size_t n, size_t *cap, size_t size, size_t first);
+#define PC__GROW(arr, n, cap, first)                                           \
+  pc__grow(&(arr), (n), &(cap), sizeof(*(arr)), (first))
 
 /* Makes room for `more` bytes past len. 0 or -ENOMEM. */
 int pc__buf_reserve(pc__buf_t *b, size_t more);

@@ -79,16 +79,8 @@ int pc__dedup_claim(pc__dedup_t *d, uint64_t size, const uint64_t h[2],
     *out = c;
     goto out;
   }
-  if (d->n == d->capall) {
-    size_t ncap = d->capall ? d->capall * 2 : 1024;
-    pc__content_t **all = realloc(d->all, ncap * sizeof(*all));
-    if (all == NULL) {
-      err = -ENOMEM;
-      goto out;
-    }
-    d->all = all;
-    d->capall = ncap;
-  }
+  if ((err = PC__GROW(d->all, d->n, d->capall, 1024)) != 0)
+    goto out;
   if ((c = calloc(1, sizeof(*c))) == NULL) {
     err = -ENOMEM;
     goto out;
@@ -161,13 +153,35 @@ int pc__dedup_result(pc__dedup_t *d, pc__content_t *c, int *ok,
   return done;
 }
 
+int pc__dedup_park(pc__dedup_t *d, pc__dedup_ref_t *ref) {
+  pc_output_t lo[PC_NFORMATS];
+  int ok;
+
+  ref->wait = 0;
+  if (pc__dedup_result(d, ref->content, &ok, lo))
+    return 1;
+  ref->next_parked = ref->content->parked;
+  ref->content->parked = ref;
+  return 0;
+}
+
+pc__dedup_ref_t *pc__dedup_wake(pc__dedup_ref_t *ref) {
+  pc__dedup_ref_t *w;
+
+  if (!ref->lead)
+    return NULL;
+  w = ref->content->parked;
+  ref->content->parked = NULL;
+  return w;
+}
+
 /* --- The worker side ------------------------------------------------- */
 
 /* Hashes the whole file. A file up to PC__CHUNK stays in *whole (malloc'd)
  * to be compressed from; a larger one is read in chunks and the descriptor
  * rewound.
  */
-static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
+static int hash_file(const pc__job_t *j, int fd, unsigned char **whole,
                      uint64_t h[2]) {
   XXH128_hash_t x;
   unsigned char *buf;
@@ -215,98 +229,101 @@ static int hash_file(pc__job_t *j, int fd, unsigned char **whole,
   return 0;
 }
 
-/* Writes the leader's kept outputs into our temp files from the copy the
- * leader published (dedup.h), never from its files. 0 when every kept
- * output was written, 1 when the leader kept no copy of one (too big, or
- * the budget spent): then the caller compresses instead. Negative on our
- * own write errors.
+/* 1 when the leader kept a copy of every output it kept (else one was
+ * too big, or the budget spent): only then does a follower copy. A
+ * partial copy would mix a copied .gz with a fresh .br for nothing.
  */
-static int copy_outputs(pc__job_t *j, pc__fmt_t *fs, const pc_output_t *lo,
+static int copies_whole(const pc__job_t *j, const pc_output_t *lo,
                         const pc__content_t *c) {
+  int f;
+
+  for (f = 0; f < PC_NFORMATS; f++)
+    if ((j->cfg->spec.formats & PC_FMT_BIT(f)) && lo[f].state == PC_OUT_KEPT &&
+        c->bytes[f] == NULL && !j->cfg->dry_run)
+      return 0;
+  return 1;
+}
+
+/* Writes the leader's kept outputs into our temp files from the copy the
+ * leader published (dedup.h), never from its files. 0, or the job's error
+ * (our own write errors).
+ */
+static int copy_outputs(pc__work_t *w, const pc_output_t *lo,
+                        const pc__content_t *c) {
+  pc__job_t *j = w->j;
   int f, err;
 
-  /* Every kept format's bytes must be there, or the follower compresses:
-   * a partial copy would mix a copied .gz with a fresh .br for nothing.
-   */
-  for (f = 0; f < PC_NFORMATS; f++)
-    if ((j->cfg->formats & PC_FMT_BIT(f)) && lo[f].state == PC_OUT_KEPT &&
-        c->bytes[f] == NULL && !j->cfg->dry_run)
-      return 1;
   for (f = 0; f < PC_NFORMATS; f++) {
-    pc__fmt_t *s = &fs[f];
-    if (!(j->cfg->formats & PC_FMT_BIT(f)) || lo[f].state != PC_OUT_KEPT)
+    pc__fmt_t *s = &w->fs[f];
+    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)) || lo[f].state != PC_OUT_KEPT)
       continue;
     s->total = lo[f].size;
     if (j->cfg->dry_run)
       continue; /* nothing to write */
-    if ((err = pc__job_out_open(j, s)) != 0 ||
-        (err = pc__out_write(&s->out, c->bytes[f], lo[f].size)) != 0) {
-      pc__job_fail(j, err, s->final);
-      return err;
-    }
+    if ((err = pc__work_out_open(w, s)) != 0 ||
+        (err = pc__out_write(&s->out, c->bytes[f], lo[f].size)) != 0)
+      return pc__job_failed(j, err, s->final);
   }
   return 0;
 }
 
 /* Outputs from an identical file, when the leader succeeded. Its outputs
  * were made from bytes of this size and hash (the leader proved it: a
- * second read that hashes otherwise fails it, job.c), and ours hash so
+ * second read that hashes otherwise fails it, worker.c), and ours hash so
  * too: the copies are of our bytes as we read them. Never compared with
  * the leader's file as it is now, which its owner may have put back as
- * it was after feeding the encoders other bytes. 1 when done, 0 to
- * compress instead, negative on error.
+ * it was after feeding the encoders other bytes. 0 (res.copied says
+ * whether it copied: else the job compresses), or the job's error.
  */
-static int try_copy(pc__job_t *j, pc__fmt_t *fs) {
+static int try_copy(pc__work_t *w) {
+  pc__job_t *j = w->j;
   pc_output_t lo[PC_NFORMATS];
-  int ok, r, f;
+  int ok, err, f;
 
-  if (!pc__dedup_result(j->cfg->dedup, j->content, &ok, lo) || !ok)
+  if (!pc__dedup_result(j->cfg->dedup, j->dd.content, &ok, lo) || !ok ||
+      !copies_whole(j, lo, j->dd.content))
     return 0;
-  r = copy_outputs(j, fs, lo, j->content);
-  if (r != 0) {
+  if ((err = copy_outputs(w, lo, j->dd.content)) != 0) {
     for (f = 0; f < PC_NFORMATS; f++)
-      pc__out_discard(&fs[f].out);
-    return r < 0 ? r : 0;
+      pc__out_discard(&w->fs[f].out);
+    return err;
   }
   for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(j->cfg->formats & PC_FMT_BIT(f)))
+    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)))
       continue;
-    j->out[f].state = lo[f].state == PC_OUT_KEPT ? PC_OUT_KEPT : PC_OUT_RATIO;
-    j->out[f].size = lo[f].state == PC_OUT_KEPT ? lo[f].size : 0;
+    j->res.out[f].state =
+        lo[f].state == PC_OUT_KEPT ? PC_OUT_KEPT : PC_OUT_RATIO;
+    j->res.out[f].size = lo[f].state == PC_OUT_KEPT ? lo[f].size : 0;
   }
-  j->copied = 1;
-  return 1;
+  j->res.copied = 1;
+  return 0;
 }
 
-int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole, uint64_t h[2],
-                   int *have_hash, pc__fmt_t *fs) {
-  int err, r = 0;
+int pc__dedup_step(pc__work_t *w) {
+  pc__job_t *j = w->j;
+  int err;
 
   if (j->size > 0 && j->cfg->dedup != NULL) {
-    if (j->content == NULL) {
+    if (j->dd.content == NULL) {
       pc__claim_t how;
-      if ((err = hash_file(j, fd, whole, h)) != 0 ||
-          (err = pc__dedup_claim(j->cfg->dedup, j->size, h, &j->content,
-                                 &how)) != 0) {
-        pc__job_fail(j, err, NULL);
-        return 1;
-      }
-      *have_hash = 1;
+      if ((err = hash_file(j, w->fd, &w->whole, w->h)) != 0 ||
+          (err = pc__dedup_claim(j->cfg->dedup, j->size, w->h, &j->dd.content,
+                                 &how)) != 0)
+        return pc__job_failed(j, err, NULL);
+      w->have_hash = 1;
       if (how == PC__CLAIM_WAIT) {
-        j->wait = 1;
-        return 1;
+        j->dd.wait = 1;
+        return PC__EDONE;
       }
-      j->lead = how == PC__CLAIM_LEAD;
+      j->dd.lead = how == PC__CLAIM_LEAD;
     }
-    if (!j->lead && (r = try_copy(j, fs)) < 0) {
-      pc__job_fail(j, r, NULL);
-      return 1;
-    }
+    if (!j->dd.lead && (err = try_copy(w)) != 0)
+      return pc__job_failed(j, err, NULL);
   }
-  if (j->content != NULL && !*have_hash) {
-    h[0] = j->content->h[0]; /* a follower back from waiting */
-    h[1] = j->content->h[1];
-    *have_hash = 1;
+  if (j->dd.content != NULL && !w->have_hash) {
+    w->h[0] = j->dd.content->h[0]; /* a follower back from waiting */
+    w->h[1] = j->dd.content->h[1];
+    w->have_hash = 1;
   }
   return 0;
 }
@@ -316,7 +333,8 @@ int pc__dedup_step(pc__job_t *j, int fd, unsigned char **whole, uint64_t h[2],
  * descriptor before its rename, never through a name. Best effort, within
  * the table's budget: without it followers compress.
  */
-void pc__dedup_keep(pc__job_t *j, pc__fmt_t *s, uint64_t n) {
+void pc__dedup_keep(pc__work_t *w, pc__fmt_t *s, uint64_t n) {
+  const pc__job_t *j = w->j;
   unsigned char *p;
   uint64_t done = 0;
 
@@ -348,15 +366,17 @@ undo:
   pc__dedup_unreserve(j->cfg->dedup, n);
 }
 
-void pc__dedup_lead_done(pc__job_t *j, pc__fmt_t *fs) {
+void pc__dedup_lead_done(pc__work_t *w) {
+  pc__job_t *j = w->j;
   unsigned char *keep[PC_NFORMATS];
   int f;
 
-  if (!j->lead)
+  if (!j->dd.lead)
     return;
   for (f = 0; f < PC_NFORMATS; f++) {
-    keep[f] = fs[f].keep;
-    fs[f].keep = NULL;
+    keep[f] = w->fs[f].keep;
+    w->fs[f].keep = NULL;
   }
-  pc__dedup_publish(j->cfg->dedup, j->content, j->err == 0, j->out, keep);
+  pc__dedup_publish(j->cfg->dedup, j->dd.content, j->res.err == 0, j->res.out,
+                    keep);
 }

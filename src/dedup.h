@@ -3,7 +3,7 @@
  * Every job hashes its file (XXH3-128) before compressing and claims the
  * (size, hash) in this table. The first claimant leads: it compresses and
  * publishes what it kept, with a copy of each output's bytes, once its
- * compressing read has given the same hash again (job.c): what it
+ * compressing read has given the same hash again (worker.c): what it
  * publishes was made from bytes of that size and hash. A later one whose
  * content was claimed either waits for the leader (back on the loop, not
  * blocking a worker) or, once the leader is done, writes the leader's
@@ -22,6 +22,7 @@
 #define PC_DEDUP_H
 
 #include "common.h"
+#include "job.h"
 
 #include <uv.h>
 
@@ -42,8 +43,10 @@ typedef struct pc__content {
    * the table's budget was spent. A follower then compresses alone.
    */
   unsigned char *bytes[PC_NFORMATS];
-  /* The loop thread's alone: jobs waiting for the leader. */
-  void *waiters;
+  /* The loop thread's alone: the followers parked until the leader is
+   * done (pc__dedup_park), the last parked first.
+   */
+  struct pc__dedup_ref *parked;
 } pc__content_t;
 
 typedef enum pc__claim {
@@ -87,31 +90,43 @@ void pc__dedup_publish(pc__dedup_t *d, pc__content_t *c, int ok,
 int pc__dedup_result(pc__dedup_t *d, pc__content_t *c, int *ok,
                      pc_output_t *out);
 
+/* Loop thread, for a job back from its worker with ref->wait: parks it on
+ * its content until the leader is back. 0 when parked; 1 when the leader
+ * is done already (it finished since the worker looked: nothing parked,
+ * the caller runs the job again now).
+ */
+int pc__dedup_park(pc__dedup_t *d, pc__dedup_ref_t *ref);
+
+/* Loop thread, for a job back from its worker: when it led, the followers
+ * parked on its content (the last parked first, linked by next_parked),
+ * handed back to be run again; else NULL.
+ */
+pc__dedup_ref_t *pc__dedup_wake(pc__dedup_ref_t *ref);
+
 /* --- The worker side (a job: work.h) --- */
 
-struct pc__job;
+struct pc__work;
 struct pc__fmt;
 
-/* The job's dedupe phase, its source open as fd: hashes the file into h
- * (*whole: the whole file when it fits PC__CHUNK, malloc'd, the caller's
- * to free; else fd is left at its start) and claims the content; a
- * follower whose leader is done writes the leader's outputs (j->copied)
- * when the leader kept a copy of each. 1 when the
- * job stops here (an error recorded, or j->wait: park it until the leader
- * is done), 0 to go on (compressing unless j->copied). A follower back
- * from waiting takes the hash from its claim.
+/* The job's dedupe phase, its source open (w->fd): hashes the file into
+ * w->h (w->whole: the whole file when it fits PC__CHUNK, owned by w; else
+ * the descriptor is left at its start) and claims the content; a
+ * follower whose leader is done writes the leader's outputs
+ * (res.copied) when the leader kept a copy of each. A phase (worker.c):
+ * 0 to go on (compressing unless res.copied), the job's error, or
+ * PC__EDONE with dd.wait set (park it until the leader is done). A
+ * follower back from waiting takes the hash from its claim.
  */
-int pc__dedup_step(struct pc__job *j, int fd, unsigned char **whole,
-                   uint64_t h[2], int *have_hash, struct pc__fmt *fs);
+int pc__dedup_step(struct pc__work *w);
 
 /* A leader's copy of its kept output (n bytes) for followers to write
  * from: best effort, within the table's budget.
  */
-void pc__dedup_keep(struct pc__job *j, struct pc__fmt *s, uint64_t n);
+void pc__dedup_keep(struct pc__work *w, struct pc__fmt *s, uint64_t n);
 
 /* A leader's result, published whether it failed or not (followers wait
  * on it), with the copies kept; nothing for a job that does not lead.
  */
-void pc__dedup_lead_done(struct pc__job *j, struct pc__fmt *fs);
+void pc__dedup_lead_done(struct pc__work *w);
 
 #endif /* PC_DEDUP_H */

@@ -52,48 +52,48 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
   return 1;
 }
 
-/* The walk's part for a file it handed on unstat'ed (j->prev): 1 when that
- * settles it (j->outcome, or an error), 0 to compress it now. The walk saw
- * a regular file in the listing; anything else here was swapped in since.
+/* The walk's part for a file it handed on unstat'ed (j->prev), as a
+ * phase (worker.c): PC__EDONE when that settles it (res.outcome), the
+ * job's error, or 0 to compress it now. The walk saw a regular file in
+ * the listing; anything else here was swapped in since.
  */
-int pc__incremental_check(pc__job_t *j) {
+int pc__incremental_check(pc__work_t *w) {
+  pc__job_t *j = w->j;
   const char *base = j->fullpath + pc__job_base_off(j);
   const pc__cfg_t *c = j->cfg;
   struct stat st;
 
-  if (fstatat(j->pdir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) /* gone since the listing */
-      j->outcome = PC__CHECK_GONE;
-    else
-      pc__job_fail(j, PC__ERRNO(), NULL);
-    return 1;
+  if (fstatat(w->pdir.fd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno != ENOENT)
+      return pc__job_failed(j, PC__ERRNO(), NULL);
+    j->res.outcome = PC__CHECK_GONE; /* gone since the listing */
+    return PC__EDONE;
   }
-  if (!S_ISREG(st.st_mode)) {
-    pc__job_fail(j, PC_ENOTREG, NULL);
-    return 1;
-  }
+  if (!S_ISREG(st.st_mode))
+    return pc__job_failed(j, PC_ENOTREG, NULL);
   if (c->man_known && st.st_dev == c->man_dev && st.st_ino == c->man_ino) {
-    j->outcome = PC__CHECK_GONE; /* the manifest itself: never an input */
-    return 1;
+    j->res.outcome = PC__CHECK_GONE; /* the manifest itself: never an input */
+    return PC__EDONE;
   }
-  *j->st = st;
+  w->st = st;
   j->size = (uint64_t)st.st_size;
   j->mtime_ns = pc__ns(st.st_mtim);
-  if (st.st_size == 0 || (uint64_t)st.st_size < c->min_size) {
+  if (st.st_size == 0 || (uint64_t)st.st_size < c->spec.min_size) {
     j->skip = st.st_size == 0 ? PC_SKIP_EMPTY : PC_SKIP_MIN_SIZE;
     j->prev = NULL;
     return 0; /* its old outputs are stale now: the job removes them */
   }
-  if (pc__outputs_current(c->formats, j->prev, j->odir, base, &st, j->absent)) {
-    j->outcome = PC__CHECK_SAME;
-    return 1;
+  if (pc__outputs_current(c->spec.formats, j->prev, w->odir.fd, base, &st,
+                          j->absent)) {
+    j->res.outcome = PC__CHECK_SAME;
+    return PC__EDONE;
   }
   /* Scheduled by its recorded size: a new one may belong elsewhere (its
    * own unit, or the memory budget's).
    */
   if (j->size != j->prev->size) {
-    j->outcome = PC__CHECK_RESIZED;
-    return 1;
+    j->res.outcome = PC__CHECK_RESIZED;
+    return PC__EDONE;
   }
   j->prev = NULL; /* checked: a run again (after a dedupe wait) does not */
   return 0;

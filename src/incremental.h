@@ -29,9 +29,12 @@ const pc__prev_rec_t *pc__incremental_lookup(const pc__prev_t *prev,
                                              const struct stat *st,
                                              unsigned absent);
 
-/* On the worker, for a job the walk handed on unstatted (j->prev): 1 when
- * that settles it (j->outcome, or the job's error), 0 to compress it now.
+struct pc__work;
+
+/* On the worker, for a job the walk handed on unstatted (j->prev): a phase
+ * (worker.c), PC__EDONE when that settles it (res.outcome), the job's
+ * error, or 0 to compress it now (w->st is then the file's stat).
  */
-int pc__incremental_check(pc__job_t *j);
+int pc__incremental_check(struct pc__work *w);
 
 #endif /* PC_INCREMENTAL_H */

@@ -35,11 +35,11 @@ int pc__unhexn(const char *h, size_t n, char *out) {
   size_t i;
 
   if (n % 2 != 0)
-    return -1;
+    return -EINVAL;
   for (i = 0; i < n / 2; i++) {
     int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
     if (hi < 0 || lo < 0 || (hi | lo) == 0)
-      return -1;
+      return -EINVAL;
     out[i] = (char)(hi << 4 | lo);
   }
   return 0;

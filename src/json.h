@@ -21,7 +21,7 @@ int pc__json_hex(pc__buf_t *b, const char *s, size_t n);
 char *pc__unhex(const char *h);
 
 /* The same for the n digits at h, into out (room for n / 2 bytes, no NUL
- * added). 0, or -1 on the same grounds as pc__unhex.
+ * added). 0, or -EINVAL on the same grounds as pc__unhex.
  */
 int pc__unhexn(const char *h, size_t n, char *out);
 

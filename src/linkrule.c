@@ -122,8 +122,8 @@ int pc__link_open(int pdir, const char *name, int root_fd, int flags, int *fd,
   }
   if (owner == geteuid() || owner == st->st_uid ||
       beside_or_above(*fd, pdir, root_fd))
-    return 1;
-  close(*fd);
+    return 0;
+  close(*fd); /* not to be followed */
   *fd = -1;
   return 0;
 }

@@ -28,9 +28,10 @@
 #include <sys/stat.h>
 
 /* Opens what the symlink `name` in `pdir` leads to, with open(2) `flags`,
- * into *fd (fstat'ed into *st). 1 when the rule lets it be followed, 0
- * when not (*fd -1, nothing read), or a negative code (PC_ECHANGED when
- * `name` is no longer a link). `root_fd` is the PATH's directory.
+ * into *fd (fstat'ed into *st; the caller's to close) when the rule lets
+ * it be followed; *fd is -1 when it does not (nothing read). 0, or a
+ * negative code (PC_ECHANGED when `name` is no longer a link). `root_fd`
+ * is the PATH's directory.
  */
 int pc__link_open(int pdir, const char *name, int root_fd, int flags, int *fd,
                   struct stat *st);

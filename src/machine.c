@@ -24,7 +24,7 @@
  */
 #define MEM_UNBOUNDED ((uint64_t)1 << 60)
 
-/* Reads the first line of root + path into buf. 0 or -1. */
+/* Reads the first line of root + path into buf. 0 or a negative code. */
 static int read_line(const char *root, const char *path, char *buf,
                      size_t size) {
   char full[1024];
@@ -32,28 +32,28 @@ static int read_line(const char *root, const char *path, char *buf,
   int ok;
 
   if ((size_t)snprintf(full, sizeof(full), "%s%s", root, path) >= sizeof(full))
-    return -1;
+    return -ENAMETOOLONG;
   if ((f = fopen(full, "re")) == NULL)
-    return -1;
+    return PC__ERRNO();
   ok = fgets(buf, (int)size, f) != NULL;
   fclose(f);
-  return ok ? 0 : -1;
+  return ok ? 0 : -ENODATA;
 }
 
 /* This process's cgroup directory relative to the hierarchy's mount point
  * ("" for the root): the v2 line ("0::/a/b") when `controller` is NULL,
  * else the v1 line whose controller list holds it ("4:memory:/a/b").
- * 0 or -1.
+ * 0, or a negative code (-ENOENT: no such line).
  */
 static int cgroup_path(const char *root, const char *controller, char *dir,
                        size_t size) {
   char line[512], full[512];
   FILE *f;
-  int found = -1;
+  int found = -ENOENT;
 
   snprintf(full, sizeof(full), "%s/proc/self/cgroup", root);
   if ((f = fopen(full, "re")) == NULL)
-    return -1;
+    return PC__ERRNO();
   while (found != 0 && fgets(line, sizeof(line), f) != NULL) {
     char *ctl = strchr(line, ':'), *path;
     size_t n;

@@ -3,10 +3,9 @@
  * the same bytes at any -j. Written like an output: temp file, rename. The
  * schema is in manifest.h; this is its writer, manifest_read.c its reader.
  */
-#include "run.h"
+#include "manifest.h"
 
 #include "json.h"
-#include "manifest.h"
 #include "out.h"
 
 #include <fcntl.h>
@@ -140,39 +139,69 @@ static int put_ratio(pc__buf_t *b, uint64_t num, uint64_t den) {
                         digits, (unsigned long long)frac);
 }
 
-static int put_options(pc__buf_t *b, const pc__mdoc_t *r) {
+/* The value of one field of the spec, after its key; nothing when the
+ * field is not written (*put 0).
+ */
+static int put_field(pc__buf_t *b, const pc__spec_field_t *fd,
+                     const pc__spec_t *s, int *put) {
   const char *sep = "";
-  int f, err = 0;
+  int f, err;
 
-  err |= pc__buf_puts(b, "  \"options\": {\"formats\": [");
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(r->formats & PC_FMT_BIT(f)))
-      continue;
-    err |= pc__buf_printf(b, "%s\"%s\"", sep, pc_format_ext((pc_format_t)f));
-    sep = ", ";
-  }
-  err |= pc__buf_puts(b, "]");
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(r->formats & PC_FMT_BIT(f)))
-      continue;
-    err |= pc__buf_printf(b, ", \"%s\": %d", pc__manifest_level_key[f],
-                          r->level[f]);
+  *put = 1;
+  switch (fd->kind) {
+  case PC__SPEC_FORMATS:
+    if ((err = pc__buf_puts(b, "[")) != 0)
+      return err;
+    for (f = 0; f < PC_NFORMATS; f++) {
+      if (!(s->formats & PC_FMT_BIT(f)))
+        continue;
+      if ((err = pc__buf_printf(b, "%s\"%s\"", sep,
+                                pc_format_ext((pc_format_t)f))) != 0)
+        return err;
+      sep = ", ";
+    }
+    return pc__buf_puts(b, "]");
+  case PC__SPEC_LEVEL:
+    if ((*put = (s->formats & PC_FMT_BIT(fd->format)) != 0) == 0)
+      return 0;
+    return pc__buf_printf(b, "%d", s->level[fd->format]);
+  case PC__SPEC_ENGINE:
     /* Only when not zlib: default manifests stay as they were. */
-    if (f == PC_GZ && r->gzip_engine != PC_GZIP_ZLIB)
-      err |= pc__buf_printf(b, ", \"gzip_engine\": \"%s\"",
-                            pc_gzip_engine_name(r->gzip_engine));
+    if ((*put = (s->formats & PC_FMT_BIT(PC_GZ)) &&
+                s->gzip_engine != PC_GZIP_ZLIB) == 0)
+      return 0;
+    return pc__buf_printf(b, "\"%s\"", pc_gzip_engine_name(s->gzip_engine));
+  case PC__SPEC_RATIO:
+    return put_ratio(b, s->ratio_num, s->ratio_den);
+  case PC__SPEC_MIN_SIZE:
+    return pc__buf_printf(b, "%llu", (unsigned long long)s->min_size);
+  default: /* PC__SPEC_OUTPUT_DIR */
+    /* Only with --output-dir: in-place manifests stay as they were. */
+    if ((*put = s->output_dir != NULL) == 0)
+      return 0;
+    return pc__json_str(b, s->output_dir, strlen(s->output_dir), NULL);
   }
-  err |= pc__buf_puts(b, ", \"max_ratio\": ");
-  err |= put_ratio(b, r->ratio_num, r->ratio_den);
-  err |= pc__buf_printf(b, ", \"min_size\": %llu",
-                        (unsigned long long)r->min_size);
-  /* Only with --output-dir: in-place manifests stay as they were. */
-  if (r->output_dir != NULL) {
-    err |= pc__buf_puts(b, ", \"output_dir\": ");
-    err |= pc__json_str(b, r->output_dir, strlen(r->output_dir), NULL);
+}
+
+/* "options": the spec's fields (spec.h), in the table's order, each
+ * under its key.
+ */
+static int put_options(pc__buf_t *b, const pc__spec_t *s) {
+  size_t k;
+  int put, err;
+
+  if ((err = pc__buf_puts(b, "  \"options\": {")) != 0)
+    return err;
+  for (k = 0; k < PC__SPEC_NFIELDS; k++) {
+    size_t at = b->len;
+    if ((err = pc__buf_printf(b, "%s\"%s\": ", k > 0 ? ", " : "",
+                              pc__spec_fields[k].key)) != 0 ||
+        (err = put_field(b, &pc__spec_fields[k], s, &put)) != 0)
+      return err;
+    if (!put)
+      b->len = at; /* not written: its key goes too */
   }
-  err |= pc__buf_puts(b, "},\n");
-  return err ? -ENOMEM : 0;
+  return pc__buf_puts(b, "},\n");
 }
 
 /* The writer appends text with these, no printf per field: a manifest of
@@ -201,58 +230,83 @@ static int put_u64(pc__buf_t *b, uint64_t v) {
 
 /* v in decimal, as "%lld" prints it. */
 static int put_i64(pc__buf_t *b, int64_t v) {
+  int err;
+
   if (v >= 0)
     return put_u64(b, (uint64_t)v);
-  return PUT(b, "-") | put_u64(b, 0 - (uint64_t)v);
+  if ((err = PUT(b, "-")) != 0)
+    return err;
+  return put_u64(b, 0 - (uint64_t)v);
+}
+
+/* A member of a line: its key (a literal with the comma before it), then
+ * v in decimal.
+ */
+static int put_u64_member(pc__buf_t *b, const char *key, size_t klen,
+                          uint64_t v) {
+  int err = put(b, key, klen);
+  return err != 0 ? err : put_u64(b, v);
+}
+
+#define PUT_U64(b, lit, v) put_u64_member((b), (lit), sizeof(lit) - 1, (v))
+
+/* Format f's member of a line, when it has one (kept, or not for the
+ * ratio).
+ */
+static int put_output(pc__buf_t *b, int f, const pc_output_t *o) {
+  int err;
+
+  if (o->state != PC_OUT_KEPT && o->state != PC_OUT_RATIO)
+    return 0;
+  if ((err = PUT(b, ", \"")) != 0 ||
+      (err = put_str(b, pc_format_ext((pc_format_t)f))) != 0)
+    return err;
+  if (o->state != PC_OUT_KEPT)
+    return PUT(b, "\": {\"skipped\": \"ratio\"}");
+  if ((err = PUT_U64(b, "\": {\"size\": ", o->size)) != 0)
+    return err;
+  return PUT(b, "}");
+}
+
+/* The members after "size": mtime_ns, skipped, the outputs, error. */
+static int put_rest(pc__buf_t *b, const pc__rec_t *e) {
+  int f, err;
+
+  if (e->mtime_ns != 0 && ((err = PUT(b, ", \"mtime_ns\": ")) != 0 ||
+                           (err = put_i64(b, e->mtime_ns)) != 0))
+    return err;
+  if (e->skip != PC_SKIP_NONE &&
+      ((err = PUT(b, ", \"skipped\": \"")) != 0 ||
+       (err = put_str(b, pc_skip_name(e->skip))) != 0 ||
+       (err = PUT(b, "\"")) != 0))
+    return err;
+  for (f = 0; f < PC_NFORMATS; f++)
+    if ((err = put_output(b, f, &e->out[f])) != 0)
+      return err;
+  if (e->err != 0) {
+    const char *msg = e->err_msg != NULL ? e->err_msg : pc_strerror(e->err);
+    if ((err = PUT(b, ", \"error\": ")) != 0 ||
+        (err = pc__json_str(b, msg, strlen(msg), NULL)) != 0)
+      return err;
+  }
+  return 0;
 }
 
 static int put_file(pc__buf_t *b, const pc__mdoc_t *r, const pc__rec_t *e) {
   size_t n = strlen(e->path);
-  int lossy = 0, f, err = 0;
+  int lossy = 0, err;
 
-  err |= PUT(b, "    {");
-  if (r->nroots > 1) {
-    err |= PUT(b, "\"root\": ");
-    err |= put_u64(b, e->root);
-    err |= PUT(b, ", ");
-  }
-  err |= PUT(b, "\"path\": ");
-  err |= pc__json_str(b, e->path, n, &lossy);
-  if (lossy) {
-    err |= PUT(b, ", \"path_hex\": ");
-    err |= pc__json_hex(b, e->path, n);
-  }
-  err |= PUT(b, ", \"size\": ");
-  err |= put_u64(b, e->size);
-  if (e->mtime_ns != 0) {
-    err |= PUT(b, ", \"mtime_ns\": ");
-    err |= put_i64(b, e->mtime_ns);
-  }
-  if (e->skip != PC_SKIP_NONE) {
-    err |= PUT(b, ", \"skipped\": \"");
-    err |= put_str(b, pc_skip_name(e->skip));
-    err |= PUT(b, "\"");
-  }
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (e->out[f].state != PC_OUT_KEPT && e->out[f].state != PC_OUT_RATIO)
-      continue;
-    err |= PUT(b, ", \"");
-    err |= put_str(b, pc_format_ext((pc_format_t)f));
-    if (e->out[f].state == PC_OUT_KEPT) {
-      err |= PUT(b, "\": {\"size\": ");
-      err |= put_u64(b, e->out[f].size);
-      err |= PUT(b, "}");
-    } else {
-      err |= PUT(b, "\": {\"skipped\": \"ratio\"}");
-    }
-  }
-  if (e->err != 0) {
-    const char *msg = e->err_msg != NULL ? e->err_msg : pc_strerror(e->err);
-    err |= PUT(b, ", \"error\": ");
-    err |= pc__json_str(b, msg, strlen(msg), NULL);
-  }
-  err |= PUT(b, "}");
-  return err ? -ENOMEM : 0;
+  if ((err = PUT(b, "    {")) != 0 ||
+      (r->nroots > 1 && ((err = PUT_U64(b, "\"root\": ", e->root)) != 0 ||
+                         (err = PUT(b, ", ")) != 0)) ||
+      (err = PUT(b, "\"path\": ")) != 0 ||
+      (err = pc__json_str(b, e->path, n, &lossy)) != 0 ||
+      (lossy && ((err = PUT(b, ", \"path_hex\": ")) != 0 ||
+                 (err = pc__json_hex(b, e->path, n)) != 0)) ||
+      (err = PUT_U64(b, ", \"size\": ", e->size)) != 0 ||
+      (err = put_rest(b, e)) != 0)
+    return err;
+  return PUT(b, "}");
 }
 
 /* Totals from the lines themselves, so a merged manifest adds up exactly
@@ -262,7 +316,7 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
   uint64_t files = r->nrecs, bytes = 0, failed = 0;
   uint64_t ff[PC_NFORMATS] = {0}, fb[PC_NFORMATS] = {0};
   size_t i;
-  int f, err = 0;
+  int f, err;
 
   for (i = 0; i < r->nrecs; i++) {
     const pc__rec_t *e = &r->recs[i];
@@ -276,16 +330,18 @@ static int put_totals(pc__buf_t *b, const pc__mdoc_t *r) {
     }
   }
 
-  err |= pc__buf_printf(b, "  \"totals\": {\"files\": %llu, \"bytes\": %llu",
-                        (unsigned long long)files, (unsigned long long)bytes);
+  if ((err = pc__buf_printf(
+           b, "  \"totals\": {\"files\": %llu, \"bytes\": %llu",
+           (unsigned long long)files, (unsigned long long)bytes)) != 0)
+    return err;
   for (f = 0; f < PC_NFORMATS; f++)
-    if (r->formats & PC_FMT_BIT(f))
-      err |=
-          pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
-                         pc_format_ext((pc_format_t)f),
-                         (unsigned long long)ff[f], (unsigned long long)fb[f]);
-  err |= pc__buf_printf(b, ", \"failed\": %llu}", (unsigned long long)failed);
-  return err ? -ENOMEM : 0;
+    if ((r->spec.formats & PC_FMT_BIT(f)) &&
+        (err = pc__buf_printf(b, ", \"%s\": {\"files\": %llu, \"bytes\": %llu}",
+                              pc_format_ext((pc_format_t)f),
+                              (unsigned long long)ff[f],
+                              (unsigned long long)fb[f])) != 0)
+      return err;
+  return pc__buf_printf(b, ", \"failed\": %llu}", (unsigned long long)failed);
 }
 
 /* The text goes to the temp file in blocks of about this size, so the
@@ -389,25 +445,27 @@ static int sink_look(sink_t *snk, pc__mold_t *now) {
  * manifest.h). 0 or -ENOMEM.
  */
 static int put_head(pc__buf_t *b, const pc__mdoc_t *r) {
-  int err = 0;
+  uint32_t k;
+  int err;
 
-  err |= pc__buf_puts(b, "{\n  \"precompress\": 1,\n");
-  if (r->incomplete)
-    err |= pc__buf_puts(b, "  \"incomplete\": true,\n");
-  if (put_options(b, r) != 0)
-    err = -ENOMEM;
+  if ((err = pc__buf_puts(b, "{\n  \"precompress\": 1,\n")) != 0 ||
+      (r->incomplete &&
+       (err = pc__buf_puts(b, "  \"incomplete\": true,\n")) != 0) ||
+      (err = put_options(b, &r->spec)) != 0)
+    return err;
   if (r->nroots > 1) {
-    uint32_t k;
-    err |= pc__buf_puts(b, "  \"roots\": [");
+    if ((err = pc__buf_puts(b, "  \"roots\": [")) != 0)
+      return err;
     for (k = 0; k < r->nroots; k++) {
       const char *l = r->labels[k];
-      err |= pc__buf_puts(b, k ? ", " : "");
-      err |= pc__json_str(b, l, strlen(l), NULL);
+      if ((err = pc__buf_puts(b, k ? ", " : "")) != 0 ||
+          (err = pc__json_str(b, l, strlen(l), NULL)) != 0)
+        return err;
     }
-    err |= pc__buf_puts(b, "],\n");
+    if ((err = pc__buf_puts(b, "],\n")) != 0)
+      return err;
   }
-  err |= pc__buf_puts(b, "  \"files\": [\n");
-  return err ? -ENOMEM : 0;
+  return pc__buf_puts(b, "  \"files\": [\n");
 }
 
 /* All of the text has gone to the sink: the temp file takes the name,
@@ -453,26 +511,22 @@ int pc__manifest_write_doc(pc__mdoc_t *r, const pc__mdest_t *to) {
     qsort(r->recs, r->nrecs, sizeof(*r->recs), pc__manifest_cmp_rec);
   if ((err = pc__buf_reserve(&b, 2 * BLOCK)) != 0)
     goto out;
-  err = put_head(&b, r);
-  for (i = 0; i < r->nrecs && err == 0; i++) {
-    if (put_file(&b, r, &r->recs[i]) != 0)
-      err = -ENOMEM;
-    err |= pc__buf_puts(&b, i + 1 < r->nrecs ? ",\n" : "\n");
-    if (err == 0 && b.len >= BLOCK) {
+  if ((err = put_head(&b, r)) != 0)
+    goto out;
+  for (i = 0; i < r->nrecs; i++) {
+    if ((err = put_file(&b, r, &r->recs[i])) != 0 ||
+        (err = pc__buf_puts(&b, i + 1 < r->nrecs ? ",\n" : "\n")) != 0)
+      goto out;
+    if (b.len >= BLOCK) {
       if ((err = sink_put(&snk, b.data, b.len)) != 0)
         goto out;
       b.len = 0;
     }
   }
-  err |= pc__buf_puts(&b, "  ],\n");
-  if (put_totals(&b, r) != 0)
-    err = -ENOMEM;
-  err |= pc__buf_puts(&b, "\n}\n");
-  if (err != 0) {
-    err = -ENOMEM;
-    goto out;
-  }
-  if ((err = sink_put(&snk, b.data, b.len)) != 0 || to->path == NULL)
+  if ((err = pc__buf_puts(&b, "  ],\n")) != 0 ||
+      (err = put_totals(&b, r)) != 0 ||
+      (err = pc__buf_puts(&b, "\n}\n")) != 0 ||
+      (err = sink_put(&snk, b.data, b.len)) != 0 || to->path == NULL)
     goto out;
   err = sink_commit(&snk, &now);
 out:
@@ -481,34 +535,5 @@ out:
     close(snk.old);
   pc__buf_free(&snk.cmp);
   pc__buf_free(&b);
-  return err;
-}
-
-int pc__manifest_write(pc__run_t *r, const pc__mdest_t *to) {
-  pc__mdoc_t d;
-  char **labels = malloc((r->nroots ? r->nroots : 1) * sizeof(*labels));
-  uint32_t k;
-  int f, err;
-
-  if (labels == NULL)
-    return -ENOMEM;
-  for (k = 0; k < r->nroots; k++)
-    labels[k] = r->roots[k].label;
-  memset(&d, 0, sizeof(d));
-  d.formats = r->cfg.formats;
-  for (f = 0; f < PC_NFORMATS; f++)
-    d.level[f] = r->cfg.level[f];
-  d.gzip_engine = r->cfg.gzip_engine;
-  d.ratio_num = r->cfg.ratio_num;
-  d.ratio_den = r->cfg.ratio_den;
-  d.min_size = r->opts->min_size;
-  d.output_dir = r->opts->output_dir;
-  d.labels = labels;
-  d.nroots = r->nroots;
-  d.recs = r->recs;
-  d.nrecs = r->nrecs;
-  d.incomplete = r->stopping;
-  err = pc__manifest_write_doc(&d, to);
-  free(labels);
   return err;
 }

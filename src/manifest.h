@@ -1,26 +1,30 @@
-/* The manifest's schema and its one reader (manifest_read.c). The writer is
- * manifest.c (declared in run.h, beside the records it writes).
+/* The manifest: its records, its schema, its writer (manifest.c) and its
+ * one reader (manifest_read.c).
  *
- * The schema, in the order the writer puts it (docs/reference.md, "Manifest"):
+ * The schema, in the order the writer puts it:
  *
- *   {"precompress": 1,                       the version; 1 is the only one
- *    "incomplete": true,                     only when the run was stopped
- *    "options": {"formats": ["gz", ...],     the formats, in pc_format_t order
- *                LEVEL KEY: N, ...           per format, pc__manifest_level_key
- *                "gzip_engine": "NAME",      after gzip_level, only when not
- * zlib "max_ratio": R, "min_size": N, "output_dir": "DIR"}, (only with
- * --output-dir, DIR as given) "roots": ["LABEL", ...], only with more
- * than one root "files": [                              sorted by (root, path
- * bytes)
- *      {"root": K,                           only with more than one root
- *       "path": "P", "path_hex": "HEX",      path_hex only when P is not UTF-8
- *       "size": N, "mtime_ns": T,            mtime_ns only when not 0
- *       "skipped": "REASON",                 pc_skip_name()
- *       "gz": {"size": N} | {"skipped": "ratio"}, ...   per format written
+ *   {"precompress": 1,              the version; 1 is the only one
+ *    "incomplete": true,            only when the run was stopped
+ *    "options": {...},              the run's settings (spec.h): the
+ *                                   fields of pc__spec_fields, in its
+ *                                   order, each under its key: the
+ *                                   formats (a list, in pc_format_t
+ *                                   order), each enabled format's level,
+ *                                   the gzip engine (only when not zlib),
+ *                                   max_ratio, min_size, output_dir (only
+ *                                   with --output-dir, DIR as given)
+ *    "roots": ["LABEL", ...],       only with more than one root
+ *    "files": [                     sorted by (root, path bytes)
+ *      {"root": K,                  only with more than one root
+ *       "path": "P",
+ *       "path_hex": "HEX",          only when P is not UTF-8
+ *       "size": N,
+ *       "mtime_ns": T,              only when not 0
+ *       "skipped": "REASON",        pc_skip_name()
+ *       "gz": {"size": N} | {"skipped": "ratio"}, ...  per format written
  *       "error": "MESSAGE"},
  *      ...],
- *    "totals": {...}}                        computed from the lines; never
- * read
+ *    "totals": {...}}               computed from the lines; never read
  *
  * The reader tells an absent key from a wrong one and judges nothing, so
  * each user decides what a manifest without a key means (prev.c: no
@@ -31,35 +35,115 @@
 #define PC_MANIFEST_H
 
 #include "common.h"
+#include "spec.h"
 
-/* The key of each format's level in "options" ("gzip_level",
- * "brotli_quality", "zstd_level"): the one table, for writer and reader.
+#include <sys/types.h>
+
+/* One file's line in the manifest. */
+typedef struct pc__rec {
+  char *path;    /* relative to its root; owned unless `borrowed` */
+  int borrowed;  /* path is the earlier manifest's (prev.c's, lives as long) */
+  char *err_msg; /* owned; set only for lines read from a manifest */
+  uint32_t root;
+  pc_skip_t skip;
+  int err;
+  int unchanged;
+  int deduped;
+  int cached;
+  int alone;
+  uint64_t size;
+  int64_t mtime_ns;
+  pc_output_t out[PC_NFORMATS];
+} pc__rec_t;
+
+/* What is at a manifest's name before one is written there. */
+typedef struct pc__mold {
+  int regular; /* a regular file: the fields below are its */
+  dev_t dev;
+  ino_t ino;
+  mode_t mode;
+  uint64_t size;
+} pc__mold_t;
+
+/* What a manifest says, whoever wrote it (a run, or a merge). */
+typedef struct pc__mdoc {
+  pc__spec_t spec;     /* its "options" */
+  char *const *labels; /* root labels; printed when more than one */
+  uint32_t nroots;
+  pc__rec_t *recs; /* sorted in place */
+  size_t nrecs;
+  int incomplete;
+} pc__mdoc_t;
+
+/* Where pc__manifest_write_doc() writes: a file at `path` (temp + rename,
+ * left alone when it holds the same bytes already), or, with path NULL,
+ * the caller's `write`.
  */
-extern const char *const pc__manifest_level_key[PC_NFORMATS];
+typedef struct pc__mdest {
+  const char *path;
+  int (*write)(void *data, const void *buf, size_t len);
+  void *data;
+  /* What pc__manifest_check() found at path, or NULL: checked again just
+   * before writing, and should a regular file there have been replaced
+   * since, looked at anew.
+   */
+  const pc__mold_t *checked;
+  int sync; /* fsync the file and its directory */
+} pc__mdest_t;
+
+/* 0 when a manifest may be written at `path` (precompress.h, at
+ * pc_options_t.manifest):
+ * PC_EOUTNAME for a name ending in .gz, .br or .zst (any case); 0 for
+ * nothing there or a symlink (replaced as a name, never read); for a
+ * regular file, 0 when it is empty or a precompress manifest of any
+ * version; PC_EREFUSE for anything else, or the error met looking. *old
+ * receives what is there. When `text` is not NULL, a regular file's bytes
+ * are appended to it and its content is not judged here: the caller does,
+ * with pc__manifest_ours(), when it parses them anyway.
+ *
+ * With `writing` 0 (a dry run: nothing will be replaced), the name is not
+ * judged, and what is neither nothing, a symlink nor a regular file is
+ * PC_ENOTREG: the earlier manifest is read from regular files only.
+ */
+int pc__manifest_check(const char *path, int writing, pc__mold_t *old,
+                       pc__buf_t *text);
+
+/* 0 when a manifest may replace a regular file of these bytes: it is
+ * empty, or `ours` (pc__prev_parse()). Else PC_EREFUSE.
+ */
+int pc__manifest_ours(size_t len, int ours);
+
+/* Writes the document (its records sorted in place) to `to`. 0 or a
+ * negative code.
+ */
+int pc__manifest_write_doc(pc__mdoc_t *d, const pc__mdest_t *to);
 
 /* The order of "files": by root, then path bytes (strcmp). A qsort()
- * comparator of pc__rec_t (run.h); merge.c finds a file two shards both
+ * comparator of pc__rec_t; merge.c finds a file two shards both
  * list by it too.
  */
 int pc__manifest_cmp_rec(const void *a, const void *b);
 
-/* "options", decoded. Every field is 0 when the key is absent or the value
- * of another kind; nothing is judged here (each user has its own rules).
+/* "options", decoded into a spec field by field (pc__spec_fields): bit k
+ * of `given` when field k's key is there, of `valid` when its value is of
+ * the field's kind, and then only is the field in `spec` (else 0). The
+ * kinds: formats a list (the formats it names; other entries ignored), a
+ * level an integer an int holds, the engine a string naming one
+ * (pc_gzip_engine_name()), max_ratio a number, min_size an integer (taken
+ * as unsigned), output_dir a string. Nothing is judged here: each user has
+ * its own rules, with what follows for them.
  */
 typedef struct pc__mopt {
-  int formats_list; /* "formats" is a list */
-  unsigned formats; /* the formats it names; other entries are ignored */
-  int level_int[PC_NFORMATS]; /* the format's level key is an integer */
-  int64_t level[PC_NFORMATS];
-  int has_engine;     /* "gzip_engine" is given */
-  const char *engine; /* its value when a string, else NULL */
-  int ratio_number;   /* "max_ratio" is a number */
-  double ratio;
-  int min_size_int; /* "min_size" is an integer */
-  int64_t min_size;
-  int has_output_dir;     /* "output_dir" is given (--output-dir) */
-  const char *output_dir; /* its value when a string, else NULL */
+  pc__spec_t spec; /* strings point into the header (valid while it is) */
+  unsigned given, valid;
+  const char *engine; /* the engine's value when a string, else NULL */
+  double ratio;       /* max_ratio as written (when valid) */
+  int ratio_exact;    /* it is a decimal of at most 9 places, in spec as
+                         ratio_num/ratio_den (the shortest such) */
 } pc__mopt_t;
+
+/* The bit of field k of pc__spec_fields in pc__mopt_t.given and .valid. */
+#define PC__SPEC_BIT(k) (1u << (k))
 
 /* The top-level members of a manifest (for each key the last value given,
  * as in a jansson object). Owned by whoever holds it; pc__mhead_free().
@@ -122,11 +206,11 @@ typedef struct pc__mread {
   /* Called when a "files" list is reached, with the header read so far,
    * and again at the end whenever a member after it changed the header or
    * another "files" came: the last call is always with the final header,
-   * for the "files" that counts. Returns 1 to have its lines (each to
-   * line()), 0 to have them only checked, or a negative code that ends the
-   * read. NULL: only checked.
+   * for the "files" that counts. *want 1 to have its lines (each to
+   * line()), 0 to have them only checked. 0, or a negative code that ends
+   * the read. NULL: only checked.
    */
-  int (*files)(void *data, const pc__mhead_t *h);
+  int (*files)(void *data, const pc__mhead_t *h, int *want);
   /* One line, to `sink`: `data`, or a part's (below). 0 or a negative
    * code that ends the read.
    */

@@ -36,6 +36,7 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -61,12 +62,22 @@ typedef struct reader {
   size_t called[AT_N]; /* `at` at the last files() call; NONE: none */
 } reader_t;
 
-/* The level keys of "options", per format. Here, with the reader, and not
- * with the writer (manifest.c), which uses the reader: the two files then
- * depend one way (tests/unit/check_structure.py).
+/* The spec's fields (spec.h) and their keys in "options", in the order
+ * the writer (manifest.c) puts them: each format's level, and the gzip
+ * engine after gzip's. Here, with the reader that decodes by it, and not
+ * with the writer, which uses the reader: the two files then depend one
+ * way (tests/unit/check_structure.py).
  */
-const char *const pc__manifest_level_key[PC_NFORMATS] = {
-    "gzip_level", "brotli_quality", "zstd_level"};
+const pc__spec_field_t pc__spec_fields[PC__SPEC_NFIELDS] = {
+    {PC__SPEC_FORMATS, -1, "formats", PC__SPEC_SAME},
+    {PC__SPEC_LEVEL, PC_GZ, "gzip_level", PC__SPEC_BYTES | PC__SPEC_SAME},
+    {PC__SPEC_ENGINE, -1, "gzip_engine", PC__SPEC_BYTES | PC__SPEC_SAME},
+    {PC__SPEC_LEVEL, PC_BR, "brotli_quality", PC__SPEC_BYTES | PC__SPEC_SAME},
+    {PC__SPEC_LEVEL, PC_ZST, "zstd_level", PC__SPEC_BYTES | PC__SPEC_SAME},
+    {PC__SPEC_RATIO, -1, "max_ratio", PC__SPEC_SAME},
+    {PC__SPEC_MIN_SIZE, -1, "min_size", 0},
+    {PC__SPEC_OUTPUT_DIR, -1, "output_dir", PC__SPEC_SAME},
+};
 
 static const pc__mread_t check_only = {0};
 
@@ -88,36 +99,91 @@ int pc__mhead_same_job(const pc__mhead_t *a, const pc__mhead_t *b) {
           json_equal(a->j_roots, b->j_roots));
 }
 
-static void decode_options(json_t *opt, pc__mopt_t *o) {
-  json_t *fl = json_object_get(opt, "formats"), *v;
+/* The formats a list names (other entries ignored). */
+static unsigned decode_formats(json_t *fl) {
+  unsigned formats = 0;
+  json_t *v;
   size_t i;
   int f;
 
-  memset(o, 0, sizeof(*o));
-  o->formats_list = json_is_array(fl);
   json_array_foreach(fl, i, v) {
     const char *s = json_string_value(v);
     for (f = 0; s != NULL && f < PC_NFORMATS; f++)
       if (strcmp(s, pc_format_ext((pc_format_t)f)) == 0)
-        o->formats |= PC_FMT_BIT(f);
+        formats |= PC_FMT_BIT(f);
   }
-  for (f = 0; f < PC_NFORMATS; f++) {
-    v = json_object_get(opt, pc__manifest_level_key[f]);
-    o->level_int[f] = json_is_integer(v);
-    o->level[f] = json_integer_value(v);
+  return formats;
+}
+
+/* max_ratio as the shortest decimal of at most 9 places that gives the
+ * same double (what the CLI parsed), when it is one in (0, 1]. 1 if so.
+ */
+static int decode_ratio(double r, uint64_t *num, uint64_t *den) {
+  uint64_t d;
+
+  if (!(r > 0 && r <= 1))
+    return 0;
+  for (d = 1; d <= 1000000000u; d *= 10) {
+    double n = floor(r * (double)d + 0.5);
+    if (n / (double)d == r) {
+      *num = (uint64_t)n;
+      *den = d;
+      return 1;
+    }
   }
-  v = json_object_get(opt, "gzip_engine");
-  o->has_engine = v != NULL;
-  o->engine = json_string_value(v);
-  v = json_object_get(opt, "max_ratio");
-  o->ratio_number = json_is_number(v);
-  o->ratio = json_number_value(v);
-  v = json_object_get(opt, "min_size");
-  o->min_size_int = json_is_integer(v);
-  o->min_size = json_integer_value(v);
-  v = json_object_get(opt, "output_dir");
-  o->has_output_dir = v != NULL;
-  o->output_dir = json_string_value(v);
+  return 0;
+}
+
+/* One field of "options" (its value v, NULL when absent) into o. 1 when
+ * its value is of the field's kind.
+ */
+static int decode_field(const pc__spec_field_t *fd, json_t *v, pc__mopt_t *o) {
+  pc__spec_t *s = &o->spec;
+  int k;
+
+  switch (fd->kind) {
+  case PC__SPEC_FORMATS:
+    s->formats = decode_formats(v);
+    return json_is_array(v);
+  case PC__SPEC_LEVEL:
+    if (!json_is_integer(v) || json_integer_value(v) < INT_MIN ||
+        json_integer_value(v) > INT_MAX)
+      return 0;
+    s->level[fd->format] = (int)json_integer_value(v);
+    return 1;
+  case PC__SPEC_ENGINE:
+    o->engine = json_string_value(v);
+    for (k = PC_GZIP_ZLIB; o->engine != NULL && k <= PC_GZIP_ZOPFLI; k++)
+      if (strcmp(o->engine, pc_gzip_engine_name((pc_gzip_engine_t)k)) == 0) {
+        s->gzip_engine = (pc_gzip_engine_t)k;
+        return 1;
+      }
+    return 0;
+  case PC__SPEC_RATIO:
+    o->ratio = json_number_value(v);
+    o->ratio_exact = json_is_number(v) &&
+                     decode_ratio(o->ratio, &s->ratio_num, &s->ratio_den);
+    return json_is_number(v);
+  case PC__SPEC_MIN_SIZE:
+    s->min_size = (uint64_t)json_integer_value(v);
+    return json_is_integer(v);
+  default: /* PC__SPEC_OUTPUT_DIR */
+    s->output_dir = json_string_value(v);
+    return s->output_dir != NULL;
+  }
+}
+
+static void decode_options(json_t *opt, pc__mopt_t *o) {
+  size_t k;
+
+  memset(o, 0, sizeof(*o));
+  for (k = 0; k < PC__SPEC_NFIELDS; k++) {
+    json_t *v = json_object_get(opt, pc__spec_fields[k].key);
+    if (v != NULL)
+      o->given |= PC__SPEC_BIT(k);
+    if (decode_field(&pc__spec_fields[k], v, o))
+      o->valid |= PC__SPEC_BIT(k);
+  }
 }
 
 /* The decoded fields of h from its values. */
@@ -372,8 +438,9 @@ static int read_files(reader_t *r, size_t *i, int again) {
   memcpy(r->called, r->at, sizeof(r->called));
   if (r->rd->files != NULL) {
     decode_head(&r->h);
-    if ((fill = r->rd->files(r->rd->data, &r->h)) < 0)
-      return fill;
+    int err = r->rd->files(r->rd->data, &r->h, &fill);
+    if (err != 0)
+      return err;
   }
   if (again && !fill)
     return 0;

@@ -11,15 +11,14 @@
  * is not a manifest's. So a bad line is noted, not reported, until every
  * input has been read to its end.
  */
-#include "run.h"
-
-#include "json.h"
 #include "manifest.h"
 
-#include <math.h>
+#include "json.h"
+
 #include <stdlib.h>
 #include <string.h>
 
+/* A skip reason by its name into *out. 0 or PC_ENOTMANIFEST. */
 static int parse_skip(const char *name, pc_skip_t *out) {
   int k;
   for (k = PC_SKIP_NONE + 1; k < PC_SKIP_MAX_; k++) {
@@ -28,7 +27,7 @@ static int parse_skip(const char *name, pc_skip_t *out) {
       return 0;
     }
   }
-  return -1;
+  return PC_ENOTMANIFEST;
 }
 
 /* A line's root into rec. 0 or PC_ENOTMANIFEST. */
@@ -84,50 +83,45 @@ static int parse_line(const pc__mline_t *l, unsigned formats, uint32_t nroots,
   return rec->path != NULL ? 0 : PC_ENOTMANIFEST;
 }
 
-/* The options block into d. max_ratio comes back as a double: the
- * shortest decimal that gives the same double is what the CLI parsed.
+/* 1 when field k of the options block (o) is one a merge can write back:
+ * each enabled format's level, a named engine of ours other than zlib
+ * (which the writer never names), a ratio the CLI could have parsed, an
+ * output directory given as a string; formats and min_size always there.
+ */
+static int mergeable(size_t k, const pc__mopt_t *o) {
+  const pc__spec_field_t *fd = &pc__spec_fields[k];
+  int given = (o->given & PC__SPEC_BIT(k)) != 0;
+  int valid = (o->valid & PC__SPEC_BIT(k)) != 0;
+
+  switch (fd->kind) {
+  case PC__SPEC_LEVEL:
+    return !(o->spec.formats & PC_FMT_BIT(fd->format)) || valid;
+  case PC__SPEC_ENGINE:
+    return !given || (valid && o->spec.gzip_engine != PC_GZIP_ZLIB);
+  case PC__SPEC_RATIO:
+    /* Back from a double: the shortest decimal that gives the same
+     * double is what the CLI parsed.
+     */
+    return valid && o->ratio_exact;
+  case PC__SPEC_OUTPUT_DIR: /* shards of one job have the same one
+                               (pc__mhead_same_job()) */
+    return !given || valid;
+  default: /* PC__SPEC_FORMATS, PC__SPEC_MIN_SIZE */
+    return valid;
+  }
+}
+
+/* The options block into d: the spec as decoded, when a merge can write
+ * every field back. 0 or PC_ENOTMANIFEST.
  */
 static int parse_options(const pc__mopt_t *o, pc__mdoc_t *d) {
-  uint64_t den;
-  int f;
+  size_t k;
 
-  if (!o->formats_list)
-    return PC_ENOTMANIFEST;
-  d->formats = o->formats;
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(d->formats & PC_FMT_BIT(f)))
-      continue;
-    if (!o->level_int[f])
+  for (k = 0; k < PC__SPEC_NFIELDS; k++)
+    if (!mergeable(k, o))
       return PC_ENOTMANIFEST;
-    d->level[f] = (int)o->level[f];
-  }
-  d->gzip_engine = PC_GZIP_ZLIB;
-  if (o->has_engine) {
-    int k;
-    for (k = PC_GZIP_LIBDEFLATE; o->engine != NULL && k <= PC_GZIP_ZOPFLI; k++)
-      if (strcmp(o->engine, pc_gzip_engine_name((pc_gzip_engine_t)k)) == 0)
-        d->gzip_engine = (pc_gzip_engine_t)k;
-    if (d->gzip_engine == PC_GZIP_ZLIB)
-      return PC_ENOTMANIFEST;
-  }
-  if (!o->ratio_number || !o->min_size_int)
-    return PC_ENOTMANIFEST;
-  d->min_size = (uint64_t)o->min_size;
-  /* Shards of one job have the same one (pc__mhead_same_job()). */
-  if (o->has_output_dir && o->output_dir == NULL)
-    return PC_ENOTMANIFEST;
-  d->output_dir = o->output_dir;
-  if (!(o->ratio > 0 && o->ratio <= 1))
-    return PC_ENOTMANIFEST;
-  for (den = 1; den <= 1000000000u; den *= 10) {
-    double num = floor(o->ratio * (double)den + 0.5);
-    if (num / (double)den == o->ratio) {
-      d->ratio_num = (uint64_t)num;
-      d->ratio_den = den;
-      return 0;
-    }
-  }
-  return PC_ENOTMANIFEST;
+  d->spec = o->spec;
+  return 0;
 }
 
 /* The records of all inputs so far, and what the one being read needs. */
@@ -152,19 +146,21 @@ static void drop_recs(merge_t *m, size_t from) {
  * before. With options a merge cannot use, the merge fails before any
  * line counts: they are only checked.
  */
-static int on_files(void *data, const pc__mhead_t *h) {
+static int on_files(void *data, const pc__mhead_t *h, int *want) {
   merge_t *m = data;
   pc__mdoc_t d;
 
+  *want = 0;
   drop_recs(m, m->first);
   m->line_err = 0;
   memset(&d, 0, sizeof(d));
   if (!h->options || parse_options(&h->opt, &d) != 0 ||
       (h->has_roots && !h->roots_list))
     return 0;
-  m->formats = d.formats;
+  m->formats = d.spec.formats;
   m->nroots = h->has_roots ? (uint32_t)h->nroots : 1;
-  return 1;
+  *want = 1;
+  return 0;
 }
 
 static int on_line(void *data, const pc__mline_t *l) {
@@ -173,14 +169,8 @@ static int on_line(void *data, const pc__mline_t *l) {
 
   if (m->line_err != 0)
     return 0; /* the input is only read to its end now */
-  if (m->nrecs == m->cap) {
-    size_t ncap = m->cap ? m->cap * 2 : 1024;
-    pc__rec_t *n = realloc(m->recs, ncap * sizeof(*n));
-    if (n == NULL)
-      return -ENOMEM;
-    m->recs = n;
-    m->cap = ncap;
-  }
+  if ((err = PC__GROW(m->recs, m->nrecs, m->cap, 1024)) != 0)
+    return err;
   err = parse_line(l, m->formats, m->nroots, &m->recs[m->nrecs]);
   if (err == 0) {
     m->nrecs++;

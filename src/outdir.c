@@ -43,16 +43,8 @@ static int list(pc__mirror_t *m, int fd) {
     }
     if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
       continue;
-    if (m->ls.n == cap) {
-      size_t ncap = cap ? cap * 2 : 16;
-      char **n = realloc(m->names, ncap * sizeof(*n));
-      if (n == NULL) {
-        err = -ENOMEM;
-        break;
-      }
-      m->names = n;
-      cap = ncap;
-    }
+    if ((err = PC__GROW(m->names, m->ls.n, cap, 16)) != 0)
+      break;
     if ((m->names[m->ls.n] = pc__strdup(d->d_name)) == NULL) {
       err = -ENOMEM;
       break;
@@ -78,18 +70,20 @@ void pc__mirror_free(pc__mirror_t *m) {
   *m = (pc__mirror_t)PC__MIRROR_INIT;
 }
 
-int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel) {
+int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel, int *looked) {
   int fd, err;
 
+  *looked = 0;
   if (m->state != PC__MIRROR_NONE && strcmp(m->drel, drel) == 0)
     return 0;
+  *looked = 1;
   pc__mirror_free(m);
   if ((m->drel = pc__strdup(drel)) == NULL)
     return -ENOMEM;
   fd = out_fd >= 0 ? pc__out_dir(out_fd, drel, strlen(drel), 0) : -ENOENT;
   if (fd < 0) {
     m->state = fd == -ENOENT ? PC__MIRROR_MISSING : PC__MIRROR_ERROR;
-    return 1;
+    return 0;
   }
   m->fd = fd;
   m->state = PC__MIRROR_OPEN;
@@ -105,7 +99,7 @@ int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel) {
     if (err == -ENOMEM)
       return err;
   }
-  return 1;
+  return 0;
 }
 
 typedef struct rel_key {
@@ -120,32 +114,27 @@ static int rel_is(const void *ctx, uint32_t item, const void *key) {
          s->rels[item][k->len] == '\0';
 }
 
-int pc__relset_claim(pc__relset_t *s, const char *rel, size_t len) {
+int pc__relset_claim(pc__relset_t *s, const char *rel, size_t len, int *taken) {
   rel_key_t k = {rel, len};
   uint64_t h = XXH3_64bits(rel, len);
   size_t slot;
   char *copy;
 
+  *taken = 0;
   if (pc__index_reserve(&s->ix) != 0)
     return -ENOMEM;
   slot = pc__index_slot(&s->ix, h, rel_is, s, &k);
   if (pc__index_item(&s->ix, slot) != UINT32_MAX)
     return 0;
-  if (s->n == s->cap) {
-    size_t ncap = s->cap ? s->cap * 2 : 256;
-    char **n = realloc(s->rels, ncap * sizeof(*n));
-    if (n == NULL)
-      return -ENOMEM;
-    s->rels = n;
-    s->cap = ncap;
-  }
-  if ((copy = malloc(len + 1)) == NULL)
+  if (PC__GROW(s->rels, s->n, s->cap, 256) != 0 ||
+      (copy = malloc(len + 1)) == NULL)
     return -ENOMEM;
   memcpy(copy, rel, len);
   copy[len] = '\0';
   s->rels[s->n] = copy;
   pc__index_put(&s->ix, slot, h, (uint32_t)s->n++);
-  return 1;
+  *taken = 1;
+  return 0;
 }
 
 void pc__relset_free(pc__relset_t *s) {

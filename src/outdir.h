@@ -2,7 +2,7 @@
  * walk is in, listed once (outdir.c). Its listing, not the source
  * directory's, says which outputs are absent and holds the temps a killed
  * run left; the worker side (making the mirror, writing into it) is
- * out.h's pc__out_dir() and work.h's pc__job_out_open().
+ * out.h's pc__out_dir() and work.h's pc__work_out_open().
  */
 #ifndef PC_OUTDIR_H
 #define PC_OUTDIR_H
@@ -21,7 +21,8 @@ enum {
 
 typedef struct pc__mirror {
   int state;        /* PC__MIRROR_* */
-  int fd;           /* the mirror directory while PC__MIRROR_OPEN, else -1 */
+  int fd;           /* the mirror directory while PC__MIRROR_OPEN, else -1:
+                       m's (pc__mirror_at() and _free() close it) */
   char *drel;       /* its path below DIR: a source directory's below its root
                        (under any root: one mirror serves every PATH) */
   pc__listing_t ls; /* sorted (strcmp); empty unless PC__MIRROR_OPEN */
@@ -33,11 +34,11 @@ typedef struct pc__mirror {
 
 /* Points m at the mirror below `out_fd` (-1: there is no DIR, a dry run's)
  * of a source directory at `drel` below its root: opened through no
- * symlink, never made, and listed. 0 when m was there already (file PATHs
- * of one directory, or roots in turn, list it once), 1 when it was just
- * looked at (the caller reaps the temps it lists), -ENOMEM.
+ * symlink, never made, and listed. *looked 0 when m was there already
+ * (file PATHs of one directory, or roots in turn, list it once), 1 when it
+ * was just looked at (the caller reaps the temps it lists). 0 or -ENOMEM.
  */
-int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel);
+int pc__mirror_at(pc__mirror_t *m, int out_fd, const char *drel, int *looked);
 
 /* Closes and frees; m is PC__MIRROR_INIT again. */
 void pc__mirror_free(pc__mirror_t *m);
@@ -53,10 +54,10 @@ typedef struct pc__relset {
   size_t n, cap;
 } pc__relset_t;
 
-/* Claims rel[0..len) for one file: 1 when it was free (now taken), 0 when
- * another file has it, -ENOMEM.
+/* Claims rel[0..len) for one file: *taken 1 when it was free (now taken),
+ * 0 when another file has it. 0 or -ENOMEM.
  */
-int pc__relset_claim(pc__relset_t *s, const char *rel, size_t len);
+int pc__relset_claim(pc__relset_t *s, const char *rel, size_t len, int *taken);
 
 void pc__relset_free(pc__relset_t *s);
 

@@ -118,14 +118,8 @@ static int add(pc__prev_t *p, uint32_t root, const char *path, size_t n,
   s = pc__index_slot(&p->ix, h, entry_is, p, &k);
   if (pc__index_item(&p->ix, s) != UINT32_MAX)
     return 0; /* a duplicate line: the first one stands */
-  if (p->n == p->capents) {
-    size_t cap = p->capents ? p->capents * 2 : 1024;
-    entry_t *ents = realloc(p->ents, cap * sizeof(*ents));
-    if (ents == NULL)
-      return -ENOMEM;
-    p->ents = ents;
-    p->capents = cap;
-  }
+  if ((err = PC__GROW(p->ents, p->n, p->capents, 1024)) != 0)
+    return err;
   if ((err = pc__buf_reserve(&p->names, n + 1)) != 0)
     return err;
   e = &p->ents[p->n];
@@ -140,32 +134,54 @@ static int add(pc__prev_t *p, uint32_t root, const char *path, size_t n,
   return 0;
 }
 
-/* 1 if the manifest's options produce the bytes this run would. */
-static int same_options(const pc__mopt_t *o, unsigned formats, const int *level,
-                        pc_gzip_engine_t engine, uint64_t num, uint64_t den,
-                        const char *output_dir) {
-  int f;
+/* 1 if field k of the manifest's options (o) is what this run's spec
+ * (s) has: the records then hold for it.
+ */
+static int same_field(size_t k, const pc__mopt_t *o, const pc__spec_t *s) {
+  const pc__spec_field_t *fd = &pc__spec_fields[k];
+  int valid = (o->valid & PC__SPEC_BIT(k)) != 0;
 
-  /* Outputs written in place, or under another DIR, say nothing about
-   * the ones under this DIR (compared as given: "out" and "./out" differ).
-   */
-  if ((output_dir == NULL) != !o->has_output_dir ||
-      (output_dir != NULL &&
-       (o->output_dir == NULL || strcmp(o->output_dir, output_dir) != 0)))
-    return 0;
+  switch (fd->kind) {
+  case PC__SPEC_FORMATS:
+    return valid && o->spec.formats == s->formats;
+  case PC__SPEC_LEVEL:
+    return !(s->formats & PC_FMT_BIT(fd->format)) ||
+           (valid && o->spec.level[fd->format] == s->level[fd->format]);
+  case PC__SPEC_ENGINE:
+    /* No engine named (or not by a string): zlib, as older manifests
+     * mean; a string naming none is no engine of ours.
+     */
+    if (!(s->formats & PC_FMT_BIT(PC_GZ)))
+      return 1;
+    if (o->engine == NULL)
+      return s->gzip_engine == PC_GZIP_ZLIB;
+    return valid && o->spec.gzip_engine == s->gzip_engine;
+  case PC__SPEC_RATIO:
+    return valid &&
+           fabs(o->ratio - (double)s->ratio_num / (double)s->ratio_den) < 1e-12;
+  case PC__SPEC_OUTPUT_DIR:
+    /* Outputs written in place, or under another DIR, say nothing about
+     * the ones under this DIR (compared as given: "out" and "./out"
+     * differ).
+     */
+    if (s->output_dir == NULL)
+      return !(o->given & PC__SPEC_BIT(k));
+    return valid && strcmp(o->spec.output_dir, s->output_dir) == 0;
+  default:
+    return 1;
+  }
+}
 
-  if (!o->formats_list || o->formats != formats)
-    return 0;
-  for (f = 0; f < PC_NFORMATS; f++)
-    if ((formats & PC_FMT_BIT(f)) &&
-        (!o->level_int[f] || o->level[f] != level[f]))
+/* 1 if the manifest's options produce the outputs this run would: every
+ * field the table marks PC__SPEC_SAME the same.
+ */
+static int same_options(const pc__mopt_t *o, const pc__spec_t *s) {
+  size_t k;
+
+  for (k = 0; k < PC__SPEC_NFIELDS; k++)
+    if ((pc__spec_fields[k].use & PC__SPEC_SAME) && !same_field(k, o, s))
       return 0;
-  /* No engine named (or not by a string): zlib, as older manifests mean. */
-  if ((formats & PC_FMT_BIT(PC_GZ)) &&
-      strcmp(o->engine != NULL ? o->engine : "zlib",
-             pc_gzip_engine_name(engine)) != 0)
-    return 0;
-  return o->ratio_number && fabs(o->ratio - (double)num / (double)den) < 1e-12;
+  return 1;
 }
 
 /* Where the lines go: a table, with what it takes to judge a line. A part
@@ -184,10 +200,7 @@ typedef struct load {
   sink_t s;
   uint32_t *map; /* s.map, owned */
   int want;      /* a table is wanted at all (else only checked) */
-  const int *level;
-  pc_gzip_engine_t engine;
-  uint64_t ratio_num, ratio_den;
-  const char *output_dir;
+  const pc__spec_t *spec;
   char *const *labels;
   uint32_t nlabels;
 } load_t;
@@ -220,49 +233,50 @@ static int make_map(load_t *ld, const pc__mhead_t *h) {
 /* A "files" list reached (manifest.h): a new table for it when the header
  * says this run's options, else none (the one made before is dropped).
  */
-static int on_files(void *data, const pc__mhead_t *h) {
+static int on_files(void *data, const pc__mhead_t *h, int *want) {
   load_t *ld = data;
   int err;
 
+  *want = 0;
   pc__prev_free(ld->s.p);
   ld->s.p = NULL;
   free(ld->map);
   ld->map = NULL;
-  if (!ld->want || !same_options(&h->opt, ld->s.formats, ld->level, ld->engine,
-                                 ld->ratio_num, ld->ratio_den, ld->output_dir))
+  if (!ld->want || !same_options(&h->opt, ld->spec))
     return 0;
   if ((ld->s.p = calloc(1, sizeof(*ld->s.p))) == NULL)
     return -ENOMEM;
   if ((err = make_map(ld, h)) != 0)
     return err;
-  return 1;
+  *want = 1;
+  return 0;
 }
 
-/* Fills rec from a line. 0 if usable, -1 to ignore it. */
+/* Fills rec from a line. 1 if usable, 0 to ignore it. */
 static int usable(const pc__mline_t *l, unsigned formats, pc__prev_rec_t *rec) {
   int f;
 
   memset(rec, 0, sizeof(*rec));
   if (l->has_error || l->has_skipped || !l->size_int || !l->mtime_int ||
       l->size < 0)
-    return -1;
+    return 0;
   rec->size = (uint64_t)l->size;
   rec->mtime_ns = l->mtime_ns;
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!(formats & PC_FMT_BIT(f)))
       continue;
     if (!l->out[f].object)
-      return -1;
+      return 0;
     if (l->out[f].sized) {
       rec->out[f].state = PC_OUT_KEPT;
       rec->out[f].size = (uint64_t)l->out[f].size;
     } else if (l->out[f].ratio) {
       rec->out[f].state = PC_OUT_RATIO;
     } else {
-      return -1;
+      return 0;
     }
   }
-  return 0;
+  return 1;
 }
 
 /* One line into the table: anything but a usable object of one of our
@@ -277,7 +291,7 @@ static int on_line(void *sink, const pc__mline_t *l) {
   int err;
 
   if (key == NULL || ri < 0 || (uint64_t)ri >= s->nmap ||
-      s->map[ri] == UINT32_MAX || usable(l, s->formats, &rec) != 0)
+      s->map[ri] == UINT32_MAX || !usable(l, s->formats, &rec))
     return 0;
   /* A name that is not UTF-8 is exact only in path_hex. */
   if (l->hex != NULL) {
@@ -335,9 +349,7 @@ static void part_free(void *part) {
 }
 
 int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
-                   unsigned formats, const int *level, pc_gzip_engine_t engine,
-                   uint64_t ratio_num, uint64_t ratio_den,
-                   const char *output_dir, char *const *labels,
+                   const pc__spec_t *spec, char *const *labels,
                    uint32_t nlabels, unsigned threads, size_t min_part) {
   pc__mread_t rd;
   pc__mhead_t h;
@@ -348,12 +360,8 @@ int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
     *out = NULL;
   memset(&ld, 0, sizeof(ld));
   ld.want = out != NULL;
-  ld.s.formats = formats;
-  ld.level = level;
-  ld.engine = engine;
-  ld.ratio_num = ratio_num;
-  ld.ratio_den = ratio_den;
-  ld.output_dir = output_dir;
+  ld.s.formats = spec != NULL ? spec->formats : 0;
+  ld.spec = spec;
   ld.labels = labels;
   ld.nlabels = nlabels;
   memset(&rd, 0, sizeof(rd));
@@ -380,9 +388,7 @@ int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
   return err;
 }
 
-int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
-                  const int *level, pc_gzip_engine_t engine, uint64_t ratio_num,
-                  uint64_t ratio_den, const char *output_dir,
+int pc__prev_load(pc__prev_t **out, const char *path, const pc__spec_t *spec,
                   char *const *labels, uint32_t nlabels, unsigned threads,
                   size_t min_part) {
   pc__buf_t text = {0};
@@ -394,9 +400,8 @@ int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
       err = 0; /* no manifest yet */
     goto out;
   }
-  err = pc__prev_parse(out, NULL, (const char *)text.data, text.len, formats,
-                       level, engine, ratio_num, ratio_den, output_dir, labels,
-                       nlabels, threads, min_part);
+  err = pc__prev_parse(out, NULL, (const char *)text.data, text.len, spec,
+                       labels, nlabels, threads, min_part);
 out:
   pc__buf_free(&text);
   return err;

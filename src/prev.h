@@ -5,6 +5,7 @@
 #define PC_PREV_H
 
 #include "common.h"
+#include "spec.h"
 
 typedef struct pc__prev pc__prev_t;
 
@@ -18,32 +19,29 @@ typedef struct pc__prev_rec {
  * PC_ENOTREG) and parses it with pc__prev_parse(). No file there is no
  * manifest: *out NULL and 0.
  */
-int pc__prev_load(pc__prev_t **out, const char *path, unsigned formats,
-                  const int *level, pc_gzip_engine_t engine, uint64_t ratio_num,
-                  uint64_t ratio_den, const char *output_dir,
+int pc__prev_load(pc__prev_t **out, const char *path, const pc__spec_t *spec,
                   char *const *labels, uint32_t nlabels, unsigned threads,
                   size_t min_part);
 
 /* Parses text[0..len), an earlier manifest. *out is NULL (and 0 returned)
- * when it was written with other formats, levels or ratio, or for another
- * output directory (`output_dir`, --output-dir as given, NULL: in place,
- * as the manifest's "output_dir" says): its records
- * then say nothing about what this run would write. Records of roots
- * other than `labels` are ignored. Text that is not JSON is
+ * when it was written with settings other than this run's `spec` in a
+ * field the table marks PC__SPEC_SAME (formats, levels, gzip engine,
+ * ratio, output directory: spec.h): its records then say nothing about
+ * what this run would write. Records of roots other than `labels` are
+ * ignored. Text that is not JSON is
  * PC_EBADMANIFEST, JSON that is not a manifest (not an object, no
  * "precompress": 1, no "files" list) PC_ENOTMANIFEST: never silently
  * trusted in part. Up to `threads` threads parse the "files" list, each at
  * least `min_part` bytes of it (PC__PREV_MIN_PART; tests pass less).
  *
- * With out NULL, no table is made: the text is only checked. *ours (when
+ * With out NULL, no table is made (spec may be NULL): the text is only
+ * checked. *ours (when
  * not NULL) receives 1 when the whole text is JSON and an object with a
  * "precompress" member, a manifest of any version (what a manifest name
  * may be replaced over), else 0.
  */
 int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
-                   unsigned formats, const int *level, pc_gzip_engine_t engine,
-                   uint64_t ratio_num, uint64_t ratio_den,
-                   const char *output_dir, char *const *labels,
+                   const pc__spec_t *spec, char *const *labels,
                    uint32_t nlabels, unsigned threads, size_t min_part);
 
 /* About 10,000 lines: a thread costs far less than parsing them. */

@@ -1,10 +1,17 @@
-/* The state of one pc_run(): owned and written by the loop thread only. */
+/* One pc_run(): its state, owned and written by the loop thread only, and
+ * the functions its four files share. run.c is the loop (pc_run(),
+ * pc_stop(), the pool's callbacks, the schedule); setup.c sets the run up
+ * and frees it; dispatch.c turns the walk's entries into jobs and
+ * records; record.c keeps the records and totals and tells the caller.
+ * Dependencies point one way: run -> setup, dispatch -> record.
+ */
 #ifndef PC_RUN_H
 #define PC_RUN_H
 
 #include "common.h"
 #include "dedup.h"
 #include "job.h"
+#include "manifest.h"
 #include "outdir.h"
 #include "prev.h"
 #include "schedule.h"
@@ -14,32 +21,6 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <uv.h>
-
-/* One file's line in the manifest. */
-typedef struct pc__rec {
-  char *path;    /* relative to its root; owned unless `borrowed` */
-  int borrowed;  /* path is the earlier manifest's (prev.c's, lives as long) */
-  char *err_msg; /* owned; set only for lines read from a manifest */
-  uint32_t root;
-  pc_skip_t skip;
-  int err;
-  int unchanged;
-  int deduped;
-  int cached;
-  int alone;
-  uint64_t size;
-  int64_t mtime_ns;
-  pc_output_t out[PC_NFORMATS];
-} pc__rec_t;
-
-/* What is at a manifest's name before one is written there. */
-typedef struct pc__mold {
-  int regular; /* a regular file: the fields below are its */
-  dev_t dev;
-  ino_t ino;
-  mode_t mode;
-  uint64_t size;
-} pc__mold_t;
 
 /* A place in the pool: libuv's request for one unit in flight. At most
  * `jobs` units are, so the requests live here, not in every pending job.
@@ -104,60 +85,69 @@ typedef struct pc__run {
   int fatal; /* a negative code that ends the run (ENOMEM) */
 } pc__run_t;
 
-/* manifest.c */
-/* What a manifest says, whoever wrote it (a run, or a merge). */
-typedef struct pc__mdoc {
-  unsigned formats;
-  int level[PC_NFORMATS];
-  pc_gzip_engine_t gzip_engine;
-  uint64_t ratio_num, ratio_den, min_size;
-  const char *output_dir; /* --output-dir as given, or NULL */
-  char *const *labels;    /* root labels; printed when more than one */
-  uint32_t nroots;
-  pc__rec_t *recs; /* sorted in place */
-  size_t nrecs;
-  int incomplete;
-} pc__mdoc_t;
+/* --- setup.c ----------------------------------------------------------- */
 
-/* Where pc__manifest_write_doc() writes: a file at `path` (temp + rename,
- * left alone when it holds the same bytes already), or, with path NULL,
- * the caller's `write`.
+/* The run's fixed configuration, from the options (kept, not copied):
+ * what every job reads.
  */
-typedef struct pc__mdest {
-  const char *path;
-  int (*write)(void *data, const void *buf, size_t len);
-  void *data;
-  /* What pc__manifest_check() found at path, or NULL: checked again just
-   * before writing, and should a regular file there have been replaced
-   * since, looked at anew.
-   */
-  const pc__mold_t *checked;
-  int sync; /* fsync the file and its directory */
-} pc__mdest_t;
+void pc__setup_init(pc__run_t *r, const pc_options_t *opts);
 
-/* 0 when a manifest may be written at `path` (docs/reference.md, "What the
- * manifest may replace"; precompress.h):
- * PC_EOUTNAME for a name ending in .gz, .br or .zst (any case); 0 for
- * nothing there or a symlink (replaced as a name, never read); for a
- * regular file, 0 when it is empty or a precompress manifest of any
- * version; PC_EREFUSE for anything else, or the error met looking. *old
- * receives what is there. When `text` is not NULL, a regular file's bytes
- * are appended to it and its content is not judged here: the caller does,
- * with pc__manifest_ours(), when it parses them anyway.
- *
- * With `writing` 0 (a dry run: nothing will be replaced), the name is not
- * judged, and what is neither nothing, a symlink nor a regular file is
- * PC_ENOTREG: the earlier manifest is read from regular files only.
+/* The workers' side of the run: how many (the process's limits), the
+ * codec states they share, the pool's slots, the scheduler and dedupe
+ * within the memory limit. 0 or a negative code.
  */
-int pc__manifest_check(const char *path, int writing, pc__mold_t *old,
-                       pc__buf_t *text);
+int pc__setup_workers(pc__run_t *r);
 
-/* 0 when a manifest may replace a regular file of these bytes: it is
- * empty, or `ours` (pc__prev_parse()). Else PC_EREFUSE.
+/* What the walk meets: the filter chain, the roots, --output-dir, the
+ * manifest (and the earlier one's records), the cache. 0, or the code
+ * that keeps the run from starting; one about a named file puts its name
+ * in totals->err_path (totals may be NULL).
  */
-int pc__manifest_ours(size_t len, int ours);
+int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals);
 
-int pc__manifest_write_doc(pc__mdoc_t *d, const pc__mdest_t *to);
-int pc__manifest_write(pc__run_t *r, const pc__mdest_t *to);
+/* Frees everything setup and the run made (r itself is the caller's). */
+void pc__setup_free(pc__run_t *r);
+
+/* --- dispatch.c -------------------------------------------------------- */
+
+/* Takes up to `budget` entries from the walk (a directory opened counts as
+ * one), each dispatched: small enough slices that finished jobs are
+ * collected and new ones submitted while a large tree is still being
+ * read. 1 when the walk is over (or the run cannot go on: r->fatal).
+ */
+int pc__dispatch_walk(pc__run_t *r, unsigned budget);
+
+/* --- record.c ---------------------------------------------------------- */
+
+/* Tells the caller the progress (on_progress), when it asked. */
+void pc__run_progress(pc__run_t *r);
+
+/* An error about no one file (a directory that cannot be read): counted,
+ * and told to the caller (on_error).
+ */
+void pc__run_error(pc__run_t *r, const char *path, int err);
+
+/* A file that gets no job (skipped, or failed before it could start): its
+ * record. Takes ownership of rel; full names it in messages.
+ */
+void pc__record_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
+                     pc_skip_t skip, const struct stat *st, int err);
+
+/* A file whose outputs are current per `prev`, the earlier manifest's
+ * record: its record names the file by the record's own path.
+ */
+void pc__record_unchanged(pc__run_t *r, uint32_t root, const char *full,
+                          const pc__prev_rec_t *prev);
+
+/* A job back from its worker with a result: its record. The job stays
+ * the caller's.
+ */
+void pc__record_job(pc__run_t *r, const pc__job_t *j);
+
+/* Writes the run's manifest (its options and records) where the options
+ * say; a failure is reported (pc__run_error), not returned: the outputs
+ * stand whatever the manifest does.
+ */
+void pc__record_manifest(pc__run_t *r);
 
 #endif /* PC_RUN_H */

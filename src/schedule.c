@@ -16,7 +16,7 @@
 static void sift_up(pc__heap_t *h, size_t i, pc__job_t *j) {
   while (i > 0) {
     size_t p = (i - 1) / 2;
-    if (h->v[p]->weight >= j->weight)
+    if (h->v[p]->unit.weight >= j->unit.weight)
       break;
     h->v[i] = h->v[p];
     i = p;
@@ -30,9 +30,9 @@ static void sift_down(pc__heap_t *h, size_t i, pc__job_t *j) {
     size_t c = 2 * i + 1;
     if (c >= n)
       break;
-    if (c + 1 < n && h->v[c + 1]->weight > h->v[c]->weight)
+    if (c + 1 < n && h->v[c + 1]->unit.weight > h->v[c]->unit.weight)
       c++;
-    if (j->weight >= h->v[c]->weight)
+    if (j->unit.weight >= h->v[c]->unit.weight)
       break;
     h->v[i] = h->v[c];
     i = c;
@@ -61,17 +61,13 @@ void pc__sched_init(pc__sched_t *s, unsigned jobs, uint64_t limit) {
 }
 
 int pc__sched_push(pc__sched_t *s, pc__job_t *unit) {
-  pc__heap_t *h = unit->mem > PC__SCHED_SMALL ? &s->big : &s->small;
-  if (h->n == h->cap) {
-    size_t ncap = h->cap ? h->cap * 2 : 256;
-    pc__job_t **n = realloc(h->v, ncap * sizeof(*n));
-    if (n == NULL)
-      return -ENOMEM;
-    h->v = n;
-    h->cap = ncap;
-  }
-  unit->filler = 0;
-  unit->alone = 0;
+  pc__heap_t *h = unit->unit.mem > PC__SCHED_SMALL ? &s->big : &s->small;
+  int err;
+
+  if ((err = PC__GROW(h->v, h->n, h->cap, 256)) != 0)
+    return err;
+  unit->unit.filler = 0;
+  unit->unit.alone = 0;
   h->n++;
   sift_up(h, h->n - 1, unit);
   return 0;
@@ -85,13 +81,13 @@ static int fits(const pc__sched_t *s, uint64_t mem) {
 
 static pc__job_t *start(pc__sched_t *s, pc__heap_t *h, size_t i, int filler) {
   pc__job_t *j = heap_take(h, i);
-  j->filler = filler;
-  j->alone = j->mem > s->limit;
-  s->alone += j->alone != 0;
+  j->unit.filler = filler;
+  j->unit.alone = j->unit.mem > s->limit;
+  s->alone += j->unit.alone != 0;
   s->in_flight++;
-  s->used += j->mem;
+  s->used += j->unit.mem;
   if (filler)
-    s->used_fill += j->mem;
+    s->used_fill += j->unit.mem;
   if (s->used > s->peak)
     s->peak = s->used;
   return j;
@@ -101,7 +97,7 @@ static pc__job_t *start(pc__sched_t *s, pc__heap_t *h, size_t i, int filler) {
 static size_t second(const pc__heap_t *h) {
   if (h->n < 2)
     return 0;
-  return h->n > 2 && h->v[2]->weight > h->v[1]->weight ? 2 : 1;
+  return h->n > 2 && h->v[2]->unit.weight > h->v[1]->unit.weight ? 2 : 1;
 }
 
 pc__job_t *pc__sched_next(pc__sched_t *s) {
@@ -112,8 +108,8 @@ pc__job_t *pc__sched_next(pc__sched_t *s) {
 
   if (s->in_flight >= s->jobs || (s->big.n == 0 && s->small.n == 0))
     return NULL;
-  if (s->big.n > 0 &&
-      (s->small.n == 0 || s->big.v[0]->weight >= s->small.v[0]->weight)) {
+  if (s->big.n > 0 && (s->small.n == 0 || s->big.v[0]->unit.weight >=
+                                              s->small.v[0]->unit.weight)) {
     th = &s->big;
     oh = &s->small;
   } else {
@@ -121,32 +117,32 @@ pc__job_t *pc__sched_next(pc__sched_t *s) {
     oh = &s->big;
   }
   top = th->v[0];
-  if (fits(s, top->mem))
+  if (fits(s, top->unit.mem))
     return start(s, th, 0, 0);
   /* Over the limit by itself: it starts once the pool is empty (fits()
    * then says yes), and nothing new starts meanwhile, or it never would.
    */
-  if (top->mem > s->limit)
+  if (top->unit.mem > s->limit)
     return NULL;
   /* It waits for the units ahead of it. A filler may start only if, once
    * those are done, the fillers in flight still leave it room: the other
    * heap's largest, or the next in its own heap.
    */
-  reserve = s->limit - top->mem;
-  if (oh->n > 0 && fits(s, oh->v[0]->mem) &&
-      s->used_fill + oh->v[0]->mem <= reserve)
+  reserve = s->limit - top->unit.mem;
+  if (oh->n > 0 && fits(s, oh->v[0]->unit.mem) &&
+      s->used_fill + oh->v[0]->unit.mem <= reserve)
     return start(s, oh, 0, 1);
-  if ((k = second(th)) != 0 && fits(s, th->v[k]->mem) &&
-      s->used_fill + th->v[k]->mem <= reserve)
+  if ((k = second(th)) != 0 && fits(s, th->v[k]->unit.mem) &&
+      s->used_fill + th->v[k]->unit.mem <= reserve)
     return start(s, th, k, 1);
   return NULL;
 }
 
 void pc__sched_done(pc__sched_t *s, const pc__job_t *unit) {
   s->in_flight--;
-  s->used -= unit->mem;
-  if (unit->filler)
-    s->used_fill -= unit->mem;
+  s->used -= unit->unit.mem;
+  if (unit->unit.filler)
+    s->used_fill -= unit->unit.mem;
 }
 
 size_t pc__sched_pending(const pc__sched_t *s) { return s->small.n + s->big.n; }
@@ -209,14 +205,14 @@ int pc__sched_add(pc__sched_t *s, pc__job_t *j) {
   if (s->batch.head == NULL) {
     s->batch.head = j;
   } else {
-    s->batch.tail->batch = j;
-    s->batch.head->weight += j->size;
-    if (s->batch.head->mem < j->mem)
-      s->batch.head->mem = j->mem;
+    s->batch.tail->unit.next = j;
+    s->batch.head->unit.weight += j->size;
+    if (s->batch.head->unit.mem < j->unit.mem)
+      s->batch.head->unit.mem = j->unit.mem;
   }
   s->batch.tail = j;
   if (++s->batch.n >= PC__BATCH_FILES ||
-      s->batch.head->weight >= PC__BATCH_BYTES) {
+      s->batch.head->unit.weight >= PC__BATCH_BYTES) {
     int e = pc__sched_flush(s);
     if (err == 0)
       err = e;

@@ -4,7 +4,7 @@
  */
 #include "select.h"
 
-#include "store.h"
+#include "storeid.h"
 #include "glob.h"
 
 #include <ctype.h>
@@ -34,6 +34,31 @@ int pc__select_init(pc__select_t *s, const pc_options_t *o,
 void pc__select_free(pc__select_t *s) {
   free(s->skip_len);
   s->skip_len = NULL;
+}
+
+void pc__select_set_manifest(pc__select_t *s, const char *base,
+                             const pc__devino_t *dir) {
+  s->man_base = dir != NULL ? base : NULL;
+  s->man_base_len = dir != NULL ? strlen(base) : 0;
+  if (dir != NULL)
+    s->man_dir = *dir;
+}
+
+void pc__select_set_manifest_file(pc__select_t *s, pc__devino_t id) {
+  s->man_known = 1;
+  s->man = id;
+}
+
+void pc__select_skip(pc__select_t *s, pc__devino_t dir) {
+  /* Two callers, each once: the cache's directory and --output-dir. */
+  if (s->nskip_dirs < PC__ARRAY_SIZE(s->skip_dirs))
+    s->skip_dirs[s->nskip_dirs++] = dir;
+}
+
+void pc__select_set_cache_dir(pc__select_t *s, pc__devino_t dir) {
+  pc__select_skip(s, dir);
+  s->cache_known = 1;
+  s->cache_dir = dir;
 }
 
 static int cmp_names(const void *a, const void *b) {

@@ -22,7 +22,8 @@ typedef struct pc__listing {
 } pc__listing_t;
 
 /* What the filters know: set up by pc__select_init() from the options, the
- * manifest and cache fields by the run once it has looked at them.
+ * manifest and cache fields by the setters below once the run has looked
+ * at them. Read-only to everyone else.
  */
 typedef struct pc__select {
   const pc_options_t *opts; /* include/exclude, --shard, --min-size */
@@ -39,8 +40,10 @@ typedef struct pc__select {
   /* The manifest file as it was at the start (man_known): never an input. */
   int man_known;
   pc__devino_t man;
-  /* Directories never entered: the cache's, should it lie in a PATH. */
-  pc__devino_t skip_dirs[3]; /* and --output-dir's */
+  /* Directories never entered: the cache's and --output-dir's, should they
+   * lie in a PATH.
+   */
+  pc__devino_t skip_dirs[2];
   size_t nskip_dirs;
   /* The cache's directory (cache_known): when it is a PATH itself, the
    * store's files in it (PC__STORE_FILE and SQLite's -wal, -shm,
@@ -90,6 +93,26 @@ typedef struct pc__sel_entry {
 int pc__select_init(pc__select_t *s, const pc_options_t *o,
                     const char *const *skip_ext, size_t nskip_ext);
 void pc__select_free(pc__select_t *s);
+
+/* The manifest's base name (kept, not copied) and the identity of its
+ * directory, where a file of that name or a temp of it is never an input;
+ * dir NULL: the directory does not exist, nothing there to meet.
+ */
+void pc__select_set_manifest(pc__select_t *s, const char *base,
+                             const pc__devino_t *dir);
+
+/* The manifest file as it was at the start: never an input, under any
+ * name.
+ */
+void pc__select_set_manifest_file(pc__select_t *s, pc__devino_t id);
+
+/* A directory the walk never enters (--output-dir's). */
+void pc__select_skip(pc__select_t *s, pc__devino_t dir);
+
+/* The cache's directory: never entered, and when it is a PATH itself, the
+ * store's files in it are never inputs.
+ */
+void pc__select_set_cache_dir(pc__select_t *s, pc__devino_t dir);
 
 /* Before any stat: PC__SEL_OWN_OUTPUT for a regular file (per the listing's
  * d_type, `is_reg`) named FILE.ext beside FILE (on a tree compressed before,

@@ -1,7 +1,7 @@
 /* Settling one file's outputs: keep (create, replace or refresh through
  * the output protocol, out.h), remove a stale one, or, for a file that
- * failed, remove what nothing shows still matches it (a server must never
- * serve an old body for a new file).
+ * failed, remove what nothing shows still matches it (a server must
+ * never serve an old body for a new file).
  */
 #include "settle.h"
 
@@ -15,14 +15,14 @@
 /* Moves buffered output to the temp file (created on first use). In a dry
  * run nothing is written: only the count matters.
  */
-int pc__settle_spill(pc__job_t *j, pc__fmt_t *s) {
+int pc__settle_spill(pc__work_t *w, pc__fmt_t *s) {
   int err;
 
-  if (j->cfg->dry_run) {
+  if (w->j->cfg->dry_run) {
     s->buf.len = 0;
     return 0;
   }
-  if (s->out.fd < 0 && (err = pc__job_out_open(j, s)) != 0)
+  if (s->out.fd < 0 && (err = pc__work_out_open(w, s)) != 0)
     return err;
   err = pc__out_write(&s->out, s->buf.data, s->buf.len);
   s->buf.len = 0;
@@ -30,8 +30,10 @@ int pc__settle_spill(pc__job_t *j, pc__fmt_t *s) {
 }
 
 /* Writes (or in a dry run, classifies) format f's output. */
-int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
-  pc_output_t *o = &j->out[f];
+int pc__settle(pc__work_t *w, int f) {
+  pc__job_t *j = w->j;
+  pc__fmt_t *s = &w->fs[f];
+  pc_output_t *o = &j->res.out[f];
   struct stat ost;
   int exists, whole, err;
 
@@ -41,10 +43,10 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
    * fails on a directory); only the action reported says "created".
    */
   exists = !(j->absent & PC_FMT_BIT(f)) &&
-           fstatat(j->odir, s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
+           fstatat(w->odir.fd, s->base, &ost, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && !(j->absent & PC_FMT_BIT(f)) && errno != ENOENT) {
     pc__job_fail(j, PC__ERRNO(), s->final);
-    return j->err;
+    return j->res.err;
   }
   if (o->state != PC_OUT_KEPT) {
     /* Not kept: an old output there no longer matches the source. A
@@ -53,31 +55,31 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
     if (!exists || S_ISDIR(ost.st_mode))
       return 0;
     o->action = PC_ACT_REMOVE;
-    if (!j->cfg->dry_run && unlinkat(j->odir, s->base, 0) != 0 &&
+    if (!j->cfg->dry_run && unlinkat(w->odir.fd, s->base, 0) != 0 &&
         errno != ENOENT) {
       pc__job_fail(j, PC__ERRNO(), s->final);
-      return j->err;
+      return j->res.err;
     }
     return 0;
   }
   if (exists && S_ISDIR(ost.st_mode)) {
     pc__job_fail(j, PC_EOUTDIR, s->final);
-    return j->err;
+    return j->res.err;
   }
   if (!exists)
     o->action = PC_ACT_CREATE;
   else if (S_ISREG(ost.st_mode) && (uint64_t)ost.st_size == o->size &&
-           ost.st_mtim.tv_sec == j->st->st_mtim.tv_sec &&
-           ost.st_mtim.tv_nsec == j->st->st_mtim.tv_nsec)
+           ost.st_mtim.tv_sec == w->st.st_mtim.tv_sec &&
+           ost.st_mtim.tv_nsec == w->st.st_mtim.tv_nsec)
     o->action = PC_ACT_REFRESH;
   else
     o->action = PC_ACT_REPLACE;
   if (j->cfg->dry_run)
     return 0;
-  if (s->hit.rd != NULL && (err = pc__cache_copy(j, s, o->size)) != 0)
+  if (s->hit.rd != NULL && (err = pc__cache_copy(w, s, o->size)) != 0)
     return err;
   whole = s->out.fd < 0 && s->buf.len == o->size;
-  if ((err = pc__settle_spill(j, s)) != 0) {
+  if ((err = pc__settle_spill(w, s)) != 0) {
     pc__job_fail(j, err, s->final);
     return err;
   }
@@ -85,8 +87,8 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
     s->mem = s->buf.data;
   if (s->hit.mem != NULL) /* the store's copy, until the release below */
     s->mem = s->hit.mem;
-  if (j->lead)
-    pc__dedup_keep(j, s, o->size);
+  if (j->dd.lead)
+    pc__dedup_keep(w, s, o->size);
   if (s->hit.rd != NULL) {
     if (s->mem == s->hit.mem)
       s->mem = NULL;
@@ -97,8 +99,8 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
    * output is in a directory others may write.
    */
   if (s->hash != NULL)
-    pc__cache_put_kept(j, f, s, o->size);
-  if ((err = pc__out_commit(&s->out, s->base, j->st, j->cfg->fsync)) != 0)
+    pc__cache_put_kept(w, f, o->size);
+  if ((err = pc__out_commit(&s->out, s->base, &w->st, j->cfg->fsync)) != 0)
     pc__job_fail(j, err, s->final);
   return err;
 }
@@ -110,16 +112,17 @@ int pc__settle(pc__job_t *j, int f, pc__fmt_t *s) {
  * (outputs whose source is gone are never touched), when the run was
  * stopped before deciding, or when it is a directory (not ours).
  */
-void pc__settle_unproven(pc__job_t *j, int f, const pc__fmt_t *s, int named) {
+void pc__settle_unproven(pc__work_t *w, int f) {
+  pc__job_t *j = w->j;
   char name[NAME_MAX + 1];
-  const char *base = s->base;
+  const char *base = w->fs[f].base;
   struct stat ost;
 
   /* The job failed building the output names (short of memory): this
    * one's is made here, where nothing may fail. Too long a name has no
    * output to remove.
    */
-  if (base == NULL && named) {
+  if (base == NULL && w->named) {
     const char *src = j->fullpath + pc__job_base_off(j);
     const char *ext = pc_format_ext((pc_format_t)f);
     size_t n = strlen(src), e = strlen(ext);
@@ -130,11 +133,11 @@ void pc__settle_unproven(pc__job_t *j, int f, const pc__fmt_t *s, int named) {
       base = name;
     }
   }
-  if (j->err == PC_EINTERRUPTED || j->err == -ENOENT || j->odir < 0 ||
-      base == NULL || (j->absent & PC_FMT_BIT(f)) ||
-      fstatat(j->odir, base, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
+  if (j->res.err == PC_EINTERRUPTED || j->res.err == -ENOENT ||
+      w->odir.fd < 0 || base == NULL || (j->absent & PC_FMT_BIT(f)) ||
+      fstatat(w->odir.fd, base, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
       S_ISDIR(ost.st_mode))
     return;
-  if (j->cfg->dry_run || unlinkat(j->odir, base, 0) == 0 || errno == ENOENT)
-    j->out[f].action = PC_ACT_REMOVE;
+  if (j->cfg->dry_run || unlinkat(w->odir.fd, base, 0) == 0 || errno == ENOENT)
+    j->res.out[f].action = PC_ACT_REMOVE;
 }

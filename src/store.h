@@ -25,9 +25,6 @@
 
 typedef struct pc__store pc__store_t;
 
-/* The store's file name inside --cache-dir. */
-#define PC__STORE_FILE "cache.sqlite"
-
 /* Opens (creating) the cache under dir. `budget` bounds the bytes of
  * entries queued for the writer at once (an entry that does not fit is
  * not stored: a miss next time, never a wait). With read_only (a dry run)

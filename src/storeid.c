@@ -10,7 +10,6 @@
 #include "storeid.h"
 
 #include "out.h"
-#include "store.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -147,15 +146,16 @@ static int schema_text(sqlite3 *db, pc__buf_t *out) {
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* 1 if db holds exactly the tables SCHEMA makes and says format 1: a
- * store of 0.9.0's. 0 if not, or a negative code.
+/* *is 1 if db holds exactly the tables SCHEMA makes and says format 1: a
+ * store of 0.9.0's. 0 or a negative code.
  */
-static int unstamped_store(sqlite3 *db) {
+static int unstamped_store(sqlite3 *db, int *is) {
   pc__buf_t want = {0}, have = {0};
   sqlite3 *mem = NULL;
   int64_t format = 0;
-  int rc, ret;
+  int rc, ret = 0;
 
+  *is = 0;
   rc = sqlite3_open_v2(":memory:", &mem,
                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
   if (rc == SQLITE_OK)
@@ -170,7 +170,7 @@ static int unstamped_store(sqlite3 *db) {
     ret = pc__store_err(db, rc);
     goto out;
   }
-  ret = have.len == want.len && memcmp(have.data, want.data, have.len) == 0 &&
+  *is = have.len == want.len && memcmp(have.data, want.data, have.len) == 0 &&
         query_int(db, "SELECT v FROM meta WHERE k = 'format'", &format) ==
             SQLITE_OK &&
         format == 1;
@@ -187,7 +187,7 @@ out:
  */
 static int judge(sqlite3 *db, pc__store_kind_t *kind) {
   int64_t id, version;
-  int rc, r;
+  int rc, err, is;
 
   if ((rc = query_int(db, "PRAGMA application_id", &id)) != SQLITE_OK ||
       (rc = query_int(db, "PRAGMA user_version", &version)) != SQLITE_OK)
@@ -198,10 +198,10 @@ static int judge(sqlite3 *db, pc__store_kind_t *kind) {
   }
   if (id != 0 || version != 0)
     return PC_ESTORE;
-  if ((r = unstamped_store(db)) < 0)
-    return r;
+  if ((err = unstamped_store(db, &is)) != 0)
+    return err;
   *kind = PC__STORE_UNSTAMPED;
-  return r == 1 ? 0 : PC_ESTORE;
+  return is ? 0 : PC_ESTORE;
 }
 
 int pc__store_identify(const char *path, pc__store_kind_t *kind) {
@@ -336,4 +336,105 @@ void pc__store_reap(const char *dir) {
         pc__is_temp_name(d->d_name))
       pc__out_reap(dirfd(ds), d->d_name, &now);
   closedir(ds);
+}
+
+/* --- safety of the directory and the store -------------------------- */
+
+/* Refuses (PC_EUNSAFE) what another user owns or others can write: they
+ * could plant or swap entries our outputs would be copied from (OpenSSH's
+ * StrictModes, for keys). The directory the user named may be reached
+ * through a symlink; the store and its engine files may not.
+ */
+static int check_private(const struct stat *st) {
+  if (st->st_uid != geteuid() || (st->st_mode & 022) != 0)
+    return PC_EUNSAFE;
+  return 0;
+}
+
+/* The store and SQLite's files beside it (which it makes with the store's
+ * mode and owner): each absent, or a private regular file of ours.
+ */
+int pc__store_check_files(const char *path) {
+  static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+  char p[4096];
+  size_t i;
+
+  for (i = 0; i < PC__ARRAY_SIZE(sfx); i++) {
+    struct stat st;
+    if ((size_t)snprintf(p, sizeof(p), "%s%s", path, sfx[i]) >= sizeof(p))
+      return -ENAMETOOLONG;
+    if (lstat(p, &st) != 0) {
+      if (errno == ENOENT)
+        continue;
+      return PC__ERRNO();
+    }
+    /* A link is never followed (refused as unsafe); anything else not a
+     * regular file (a FIFO would hang a reader) is no store of ours.
+     */
+    if (S_ISLNK(st.st_mode))
+      return PC_EUNSAFE;
+    if (!S_ISREG(st.st_mode))
+      return PC_ESTORE;
+    if (check_private(&st) != 0)
+      return PC_EUNSAFE;
+  }
+  return 0;
+}
+
+/* A store at path for the writer: what is there judged (storeid.h); made
+ * (whole, then renamed in) when nothing is, or when an empty file is.
+ * Checked like the directory (check_files) before and after. 0 with *kind,
+ * or a negative code.
+ */
+int pc__store_writable(const char *path, pc__store_kind_t *kind) {
+  struct stat st;
+  int err;
+
+  if (lstat(path, &st) != 0) {
+    if (errno != ENOENT)
+      return PC__ERRNO();
+    if ((err = pc__store_make(path, 0)) != 0)
+      return err;
+  }
+  if ((err = pc__store_check_files(path)) != 0 ||
+      (err = pc__store_identify(path, kind)) != 0)
+    return err;
+  if (*kind != PC__STORE_EMPTY)
+    return 0;
+  if ((err = pc__store_make(path, 1)) != 0 ||
+      (err = pc__store_check_files(path)) != 0 ||
+      (err = pc__store_identify(path, kind)) != 0)
+    return err;
+  return *kind == PC__STORE_OURS ? 0 : PC_ESTORE;
+}
+
+/* --- connections ------------------------------------------------------ */
+
+/* How long a connection waits for another run's lock before giving up. */
+#define BUSY_MS 30000
+
+int pc__store_connect(const char *path, int read_only, int writer,
+                      sqlite3 **out) {
+  int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
+              (writer ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY);
+  char *uri = NULL;
+  sqlite3 *db = NULL;
+  int rc;
+
+  if (read_only) {
+    if ((uri = pc__store_ro_uri(path)) == NULL)
+      return -ENOMEM;
+    flags |= SQLITE_OPEN_URI;
+  }
+  rc = sqlite3_open_v2(uri != NULL ? uri : path, &db, flags, NULL);
+  free(uri);
+  if (rc != SQLITE_OK) {
+    int err = pc__store_err(db, rc);
+    sqlite3_close(db);
+    return err;
+  }
+  sqlite3_busy_timeout(db, BUSY_MS);
+  sqlite3_extended_result_codes(db, 0);
+  *out = db;
+  return 0;
 }

@@ -24,6 +24,9 @@
 #define PC__STORE_APP_ID 1886545251 /* 0x70726563, "prec" */
 #define PC__STORE_VERSION 1         /* bump with the schema */
 
+/* The store's file name inside --cache-dir. */
+#define PC__STORE_FILE "cache.sqlite"
+
 typedef enum pc__store_kind {
   PC__STORE_OURS = 0, /* id and version ours */
   PC__STORE_EMPTY,    /* 0 bytes: to be replaced by a new store */
@@ -68,5 +71,28 @@ int pc__store_err(sqlite3 *db, int rc);
  * -shm beside the store. malloc'd, or NULL.
  */
 char *pc__store_ro_uri(const char *path);
+
+/* The store and SQLite's files beside it (which it makes with the store's
+ * mode and owner): each absent, or a regular file of ours that others
+ * cannot write. 0, PC_EUNSAFE (a link, or another's or others' file: they
+ * could plant or swap entries our outputs would be copied from),
+ * PC_ESTORE (not a regular file), or the error met looking.
+ */
+int pc__store_check_files(const char *path);
+
+/* A store at path for the writer: what is there judged
+ * (pc__store_identify); made (whole, then renamed in) when nothing is, or
+ * when an empty file is. Checked (pc__store_check_files) before and
+ * after. 0 with *kind, or a negative code.
+ */
+int pc__store_writable(const char *path, pc__store_kind_t *kind);
+
+/* A connection to the store at `path`: read-write for the writer, else
+ * read-only; with read_only (a dry run) immutable, taking no lock and
+ * making no file (pc__store_ro_uri). Never follows a link. 0 or a
+ * negative code.
+ */
+int pc__store_connect(const char *path, int read_only, int writer,
+                      sqlite3 **out);
 
 #endif /* PC_STOREID_H */

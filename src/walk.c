@@ -57,7 +57,7 @@ struct pc__walk {
   node_t *cur;     /* the directory whose entries are given out */
   char **names;    /* its entries, sorted, each d_type after its NUL */
   pc__buf_t arena; /* where they are */
-  size_t nnames, at;
+  size_t nnames, capnames, at;
   char *errpath;      /* the directory the last error return is about */
   pc__devino_t *seen; /* directories entered (open-addressing set) */
   size_t nseen, capseen;
@@ -81,12 +81,13 @@ static size_t devino_hash(pc__devino_t e, size_t mask) {
   return (size_t)(e.ino * 0x9e3779b97f4a7c15u ^ e.dev) & mask;
 }
 
-/* Adds `id` to the set of directories entered. 1 if it was new, 0 if seen
- * already, -ENOMEM.
+/* Adds `id` to the set of directories entered: *fresh 1 if it was new, 0
+ * if seen already. 0 or -ENOMEM.
  */
-static int seen_add(pc__walk_t *w, pc__devino_t id) {
+static int seen_add(pc__walk_t *w, pc__devino_t id, int *fresh) {
   size_t i, k, mask;
 
+  *fresh = 0;
   if (w->nseen * 2 >= w->capseen) {
     size_t ncap = w->capseen ? w->capseen * 2 : 256;
     pc__devino_t *n = calloc(ncap, sizeof(*n));
@@ -112,22 +113,17 @@ static int seen_add(pc__walk_t *w, pc__devino_t id) {
       return 0;
   w->seen[i] = id;
   w->nseen++;
-  return 1;
+  *fresh = 1;
+  return 0;
 }
 
 /* Puts a directory to read on the stack; takes `name`, and a reference to
  * `parent`. 0 or -ENOMEM (name freed).
  */
 static int push(pc__walk_t *w, node_t *parent, char *name, uint32_t root) {
-  if (w->n == w->cap) {
-    size_t ncap = w->cap ? w->cap * 2 : 64;
-    pending_t *n = realloc(w->stack, ncap * sizeof(*n));
-    if (n == NULL) {
-      free(name);
-      return -ENOMEM;
-    }
-    w->stack = n;
-    w->cap = ncap;
+  if (PC__GROW(w->stack, w->n, w->cap, 64) != 0) {
+    free(name);
+    return -ENOMEM;
   }
   w->stack[w->n].parent = parent;
   w->stack[w->n].name = name;
@@ -287,13 +283,9 @@ static int open_dir(pc__walk_t *w, node_t *n, int *link) {
  * arena grows, names[] holds offsets into it. 0 or -ENOMEM.
  */
 static int add_name(pc__walk_t *w, const char *name, unsigned char type) {
-  size_t cap = w->nnames, l = strlen(name);
-  if ((cap & (cap - 1)) == 0) { /* n is 0 or a power of two: grow */
-    char **n = realloc(w->names, (cap ? cap * 2 : 16) * sizeof(*n));
-    if (n == NULL)
-      return -ENOMEM;
-    w->names = n;
-  }
+  size_t l = strlen(name);
+  if (PC__GROW(w->names, w->nnames, w->capnames, 16) != 0)
+    return -ENOMEM;
   if (pc__buf_reserve(&w->arena, l + 2) != 0)
     return -ENOMEM;
   w->names[w->nnames++] = (char *)(uintptr_t)w->arena.len;
@@ -365,7 +357,7 @@ static int read_listing(pc__walk_t *w, int fd) {
     free(w->names);
     pc__buf_free(&w->arena);
     w->names = NULL;
-    w->nnames = 0;
+    w->nnames = w->capnames = 0;
     return err;
   }
   for (k = 0; k < w->nnames; k++)
@@ -380,7 +372,7 @@ static void drop_cur(pc__walk_t *w) {
   free(w->names);
   pc__buf_free(&w->arena);
   w->names = NULL;
-  w->nnames = w->at = 0;
+  w->nnames = w->capnames = w->at = 0;
   unref(w, w->cur);
   w->cur = NULL;
 }
@@ -418,7 +410,7 @@ static node_t *pop_node(pc__walk_t *w) {
 static int open_next(pc__walk_t *w, pc__entry_t *e) {
   node_t *n = pop_node(w);
   struct stat st;
-  int fd, link, err;
+  int fd, link, fresh, err;
 
   if (n == NULL)
     return -ENOMEM;
@@ -437,7 +429,7 @@ static int open_next(pc__walk_t *w, pc__entry_t *e) {
   n->id.dev = st.st_dev;
   n->id.ino = st.st_ino;
   /* Entered already: a symlink loop, or two links to one directory. */
-  if ((err = seen_add(w, n->id)) <= 0)
+  if ((err = seen_add(w, n->id, &fresh)) != 0 || !fresh)
     goto fail;
   w->cur = n;
   if ((err = read_listing(w, fd)) != 0) {
@@ -481,7 +473,7 @@ static int file_entry(pc__walk_t *w, uint32_t k, pc__entry_t *e) {
   e->dtype = DT_UNKNOWN;
   e->dfull = rt->dir;
   e->drel = "";
-  return 1;
+  return 0;
 }
 
 int pc__walk_next(pc__walk_t *w, pc__entry_t *e) {
@@ -516,17 +508,19 @@ int pc__walk_next(pc__walk_t *w, pc__entry_t *e) {
       e->ls.at = w->at++;
       e->has_ls = 1;
       e->node = w->cur;
-      return 1;
+      return 0;
     }
     if (w->cur != NULL)
       drop_cur(w);
-    if (w->n == 0)
+    if (w->n == 0) {
+      e->end = 1;
       return 0;
+    }
     /* One directory per call at most: a tree of empty directories must
      * not keep the caller from its other work for the whole of it.
      */
     if (e->opened > 0)
-      return 1;
+      return 0;
     if ((err = open_next(w, e)) != 0)
       return err;
   }

@@ -24,7 +24,8 @@ typedef struct pc__root {
   char *dir;     /* directory to open; "" means the current one */
   char *label;   /* as the manifest names it */
   char *file;    /* for a file PATH: its base name, else NULL */
-  int fd;        /* `dir`, O_PATH: the walk and jobs open below it */
+  int fd;        /* `dir`, O_PATH: the walk and jobs open below it; the
+                    run's (setup.c closes it), lent to the walk and jobs */
   int fd_shared; /* fd is an earlier root's (the same dir): not closed */
   int fd_err;    /* why fd is -1: the walk reports it and skips the root */
   int skip;      /* the cache's directory or below it: never walked */
@@ -36,7 +37,8 @@ struct pc__walk_node;
 /* One entry, valid until the next pc__walk_next() call. */
 typedef struct pc__entry {
   uint32_t root;    /* index of its PATH */
-  int dfd;          /* the directory holding it: for *at() calls */
+  int dfd;          /* the directory holding it, for *at() calls: the
+                       walk's, valid until the next call */
   const char *name; /* its name there */
   size_t len;
   unsigned char dtype; /* the listing's DT_*; DT_UNKNOWN for a file PATH */
@@ -50,6 +52,7 @@ typedef struct pc__entry {
    */
   const char *path;
   unsigned opened;            /* directories opened (or tried) for this call */
+  int end;                    /* the walk is over: no entry */
   struct pc__walk_node *node; /* the walk's: for pc__walk_enter() */
 } pc__entry_t;
 
@@ -61,12 +64,13 @@ typedef struct pc__entry {
 int pc__walk_new(pc__walk_t **w, const pc__root_t *roots, uint32_t nroots,
                  int follow);
 
-/* The next entry into *e: 1, or 0 when the walk is over, or a negative
- * code: about the directory e->path names when that is not NULL (it is
- * not read; the walk goes on), else the walk cannot go on. At most one
- * directory is opened per call: 1 with e->name NULL when it gave nothing
- * (empty, entered before, a symlink by now), so that a tree of empty
- * directories is walked a slice at a time too; e->opened counts it.
+/* The next entry into *e: 0 with the entry, or with e->end set when the
+ * walk is over; or a negative code: about the directory e->path names
+ * when that is not NULL (it is not read; the walk goes on), else the walk
+ * cannot go on. At most one directory is opened per call: 0 with e->name
+ * NULL when it gave nothing (empty, entered before, a symlink by now), so
+ * that a tree of empty directories is walked a slice at a time too;
+ * e->opened counts it.
  */
 int pc__walk_next(pc__walk_t *w, pc__entry_t *e);
 

@@ -122,143 +122,6 @@ static cli_status_t fail(cli_args_t *args, cli_status_t status, const char *fmt,
   return status;
 }
 
-/* Copies a user-supplied string for quoting in a message: control bytes
- * become '?' so the message stays on one line, and long values are cut.
- */
-static const char *shown(char *buf, size_t size, const char *s, size_t len) {
-  size_t i;
-  size_t n;
-
-  n = len < size - 4 ? len : size - 4;
-  for (i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-  }
-  if (n < len) {
-    memcpy(buf + n, "...", 3);
-    n += 3;
-  }
-  buf[n] = '\0';
-  return buf;
-}
-
-static int parse_u64(const char **sp, uint64_t *out) {
-  const char *s = *sp;
-  uint64_t v = 0;
-
-  if (*s < '0' || *s > '9')
-    return -1;
-  for (; *s >= '0' && *s <= '9'; s++) {
-    unsigned d = (unsigned)(*s - '0');
-    if (v > (UINT64_MAX - d) / 10)
-      return -1;
-    v = v * 10 + d;
-  }
-  *sp = s;
-  *out = v;
-  return 0;
-}
-
-int cli_parse_size(const char *s, uint64_t *out) {
-  uint64_t v;
-  unsigned shift = 0;
-
-  if (parse_u64(&s, &v))
-    return -1;
-  switch (*s) {
-  case '\0':
-    break;
-  case 'k':
-  case 'K':
-    shift = 10;
-    s++;
-    break;
-  case 'm':
-  case 'M':
-    shift = 20;
-    s++;
-    break;
-  case 'g':
-  case 'G':
-    shift = 30;
-    s++;
-    break;
-  default:
-    return -1;
-  }
-  if (*s != '\0')
-    return -1;
-  if (shift && v > (UINT64_MAX >> shift))
-    return -1;
-  *out = v << shift;
-  return 0;
-}
-
-int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den) {
-  uint64_t ip = 0;
-  uint64_t frac = 0;
-  uint64_t scale = 1;
-  int nint = 0;
-  int nfrac = 0;
-
-  /* The integer part saturates at 2: any value above 1 is refused, and
-   * saturating keeps "000001" exact without overflow.
-   */
-  for (; *s >= '0' && *s <= '9'; s++, nint++) {
-    ip = ip * 10 + (uint64_t)(*s - '0');
-    if (ip > 1)
-      ip = 2;
-  }
-  if (*s == '.') {
-    for (s++; *s >= '0' && *s <= '9'; s++, nfrac++) {
-      if (nfrac == 9)
-        return -1;
-      frac = frac * 10 + (uint64_t)(*s - '0');
-      scale *= 10;
-    }
-    if (nfrac == 0)
-      return -1;
-  }
-  if (*s != '\0' || (nint == 0 && nfrac == 0) || ip > 1)
-    return -1;
-  /* Not reduced: 0.95 stays 95/100, which reads back as written. */
-  *num = ip * scale + frac;
-  *den = scale;
-  if (*num == 0 || *num > *den)
-    return -1;
-  return 0;
-}
-
-static int parse_int_range(const char *s, long lo, long hi, long *out) {
-  uint64_t v;
-
-  if (parse_u64(&s, &v) || *s != '\0')
-    return -1;
-  if (v < (uint64_t)lo || v > (uint64_t)hi)
-    return -1;
-  *out = (long)v;
-  return 0;
-}
-
-static int format_from_name(const char *s, size_t len, pc_format_t *f) {
-  static const struct {
-    const char *name;
-    pc_format_t format;
-  } names[] = {
-      {"gz", PC_GZ},     {"gzip", PC_GZ}, {"br", PC_BR},
-      {"brotli", PC_BR}, {"zst", PC_ZST}, {"zstd", PC_ZST},
-  };
-  size_t i;
-
-  for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-    if (strlen(names[i].name) == len && memcmp(names[i].name, s, len) == 0) {
-      *f = names[i].format;
-      return 0;
-    }
-  }
-  return -1;
-}
-
 static cli_status_t set_formats(parser_t *p, const char *value) {
   cli_args_t *args = p->args;
   const char *s = value;
@@ -273,10 +136,10 @@ static cli_status_t set_formats(parser_t *p, const char *value) {
     pc_format_t f;
 
     if (len > 0) {
-      if (format_from_name(s, len, &f))
+      if (cli_format_from_name(s, len, &f))
         return fail(args, CLI_EUSAGE,
                     "unknown format '%s' in --formats: use gz, br, zst",
-                    shown(buf, sizeof(buf), s, len));
+                    cli_shown(buf, sizeof(buf), s, len));
       formats |= PC_FMT_BIT(f);
     }
     s += len;
@@ -341,7 +204,7 @@ static cli_status_t bad_value(cli_args_t *args, const char *opt,
   char buf[80];
 
   return fail(args, CLI_EUSAGE, "invalid %s '%s': expected %s", opt,
-              shown(buf, sizeof(buf), value, strlen(value)), expected);
+              cli_shown(buf, sizeof(buf), value, strlen(value)), expected);
 }
 
 /* bad_value() for a value that must be an integer lo..hi. */
@@ -385,7 +248,7 @@ static cli_status_t set_shard(cli_args_t *args, const char *opt,
     q = value + 4;
     if (*q == '/') {
       q++;
-      if (parse_u64(&q, &count) || *q != '\0' || count < 1 || count > 65536)
+      if (cli_parse_u64(&q, &count) || *q != '\0' || count < 1 || count > 65536)
         return bad_value(args, opt, value,
                          "auto/N with 1 <= N <= 65536, or K/N");
     }
@@ -395,8 +258,8 @@ static cli_status_t set_shard(cli_args_t *args, const char *opt,
     args->opts.shard_count = 0;
     return CLI_OK;
   }
-  if (parse_u64(&q, &k) || *q++ != '/' || parse_u64(&q, &count) || *q != '\0' ||
-      count < 1 || count > 65536 || k < 1 || k > count)
+  if (cli_parse_u64(&q, &k) || *q++ != '/' || cli_parse_u64(&q, &count) ||
+      *q != '\0' || count < 1 || count > 65536 || k < 1 || k > count)
     return bad_value(args, opt, value,
                      "K/N with 1 <= K <= N <= 65536, or auto[/N]");
   args->shard_auto = 0;
@@ -443,7 +306,7 @@ static cli_status_t apply_format(parser_t *p, const opt_def_t *def,
     pc_format_t f = def->id == OPT_BROTLI_QUALITY ? PC_BR : PC_ZST;
     int lo = 0, hi = 0;
     pc_level_range(f, PC_GZIP_ZLIB, &lo, &hi, NULL);
-    if (parse_int_range(value, lo, hi, &n))
+    if (cli_parse_int_range(value, lo, hi, &n))
       return bad_range(args, opt, value, lo, hi);
     o->level[f] = (int)n;
     break;
@@ -505,7 +368,7 @@ static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
   case OPT_SHARD:
     return set_shard(args, opt, value);
   case OPT_JOBS:
-    if (parse_int_range(value, 1, PC_JOBS_MAX, &n))
+    if (cli_parse_int_range(value, 1, PC_JOBS_MAX, &n))
       return bad_range(args, opt, value, 1, PC_JOBS_MAX);
     o->jobs = (unsigned)n;
     break;
@@ -637,7 +500,7 @@ static cli_status_t parse_long(parser_t *p, int argc, char *const *argv,
   def = find_long(name, len);
   if (def == NULL)
     return fail(p->args, CLI_EUSAGE, "unknown option '--%s'",
-                shown(buf, sizeof(buf), name, len));
+                cli_shown(buf, sizeof(buf), name, len));
   snprintf(opt, sizeof(opt), "--%s", def->name);
 
   if (def->has_value) {
@@ -668,7 +531,7 @@ static cli_status_t parse_short(parser_t *p, int argc, char *const *argv,
 
     if (def == NULL)
       return fail(p->args, CLI_EUSAGE, "unknown option '-%s'",
-                  shown(buf, sizeof(buf), s, 1));
+                  cli_shown(buf, sizeof(buf), s, 1));
     if (!def->has_value) {
       status = apply(p, def, opt, NULL);
       continue;
@@ -717,31 +580,19 @@ static cli_status_t finish(parser_t *p) {
     pc_level_range(PC_GZ, e, &lo, &hi, &dflt);
     if (p->gzip_level == NULL)
       args->opts.level[PC_GZ] = dflt;
-    else if (parse_int_range(p->gzip_level, lo, hi, &n)) {
+    else if (cli_parse_int_range(p->gzip_level, lo, hi, &n)) {
       char q[64];
       return fail(args, CLI_EUSAGE,
                   "--gzip-level: '%s' is not an integer %d..%d (with the %s "
                   "engine)",
-                  shown(q, sizeof(q), p->gzip_level, strlen(p->gzip_level)), lo,
-                  hi, pc_gzip_engine_name(e));
+                  cli_shown(q, sizeof(q), p->gzip_level, strlen(p->gzip_level)),
+                  lo, hi, pc_gzip_engine_name(e));
     } else
       args->opts.level[PC_GZ] = (int)n;
   }
   if (p->npaths == 0)
     return fail(args, CLI_EUSAGE, "no PATH given");
   return CLI_OK;
-}
-
-int cli_looks_like_ext(const char *path) {
-  size_t n = 0;
-
-  for (; path[n] != '\0'; n++) {
-    char c = path[n];
-    if (n == 10 || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                     (c >= '0' && c <= '9')))
-      return 0;
-  }
-  return n > 0;
 }
 
 cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv) {

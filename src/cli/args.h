@@ -9,6 +9,7 @@
 #define PC_CLI_ARGS_H
 
 #include "precompress.h"
+#include "values.h"
 
 typedef enum cli_status {
   CLI_OK = 0,
@@ -75,21 +76,5 @@ cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv);
 
 /* Releases what cli_args_parse() allocated. Safe to call twice. */
 void cli_args_free(cli_args_t *args);
-
-/* Parses a --max-ratio value: a decimal 0 < R <= 1 with at most 9 decimals,
- * exactly ("0.95" gives 95/100). Returns 0 or -1.
- */
-int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den);
-
-/* Parses a byte count: digits with an optional k, M or G suffix (powers of
- * 1024). Returns 0 or -1 (malformed or over 2^64 - 1).
- */
-int cli_parse_size(const char *s, uint64_t *out);
-
-/* Whether a PATH that does not exist looks like a file extension (1 to 10
- * ASCII letters or digits: no slash, no dot), as the positional arguments of
- * `python -m whitenoise.compress ROOT jpg png` are. Returns 1 or 0.
- */
-int cli_looks_like_ext(const char *path);
 
 #endif /* PC_CLI_ARGS_H */

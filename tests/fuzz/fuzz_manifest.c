@@ -316,13 +316,19 @@ static void load(json_t *doc, int any, int deep, unsigned formats,
   static const char *const names[] = {"index.html", "css/site.css", "js/app.js",
                                       "", "robots.txt"};
   pc__prev_t *p = (pc__prev_t *)&p; /* must be overwritten */
+  pc__spec_t spec;
   ref_t ref;
   size_t i;
   uint32_t r;
   int err;
 
-  err = pc__prev_load(&p, fd_path, formats, level, PC_GZIP_ZLIB, 95, 100, NULL,
-                      labels, nlabels, threads, min_part);
+  memset(&spec, 0, sizeof(spec));
+  spec.formats = formats;
+  memcpy(spec.level, level, sizeof(spec.level));
+  spec.gzip_engine = PC_GZIP_ZLIB;
+  spec.ratio_num = 95;
+  spec.ratio_den = 100;
+  err = pc__prev_load(&p, fd_path, &spec, labels, nlabels, threads, min_part);
   check(err == 0 || err == PC_EBADMANIFEST || err == PC_ENOTMANIFEST ||
         err == -ENOMEM);
   if (err != 0)
@@ -397,8 +403,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    */
   load(doc, any, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 16, 1);
   /* Judged only, as a manifest name is before it is replaced. */
-  err = pc__prev_parse(NULL, &ours, (const char *)data, size, 0, NULL,
-                       PC_GZIP_ZLIB, 0, 0, NULL, NULL, 0, 1, 0);
+  err = pc__prev_parse(NULL, &ours, (const char *)data, size, NULL, NULL, 0, 1,
+                       0);
   check(err == 0 || err == PC_EBADMANIFEST || err == PC_ENOTMANIFEST ||
         err == -ENOMEM);
   check(ours == 0 || ours == 1);

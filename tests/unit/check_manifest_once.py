@@ -6,7 +6,7 @@ Fails when, in the library and the program's sources (src/, src/cli/):
     second manifest reader would start (the writer and every user go through
     manifest_read.c's decoded header and lines);
   - a level key ("gzip_level", "brotli_quality", "zstd_level") is spelled as a string
-    anywhere but once: the table pc__manifest_level_key in src/manifest_read.c;
+    anywhere but once: the spec's table pc__spec_fields in src/manifest_read.c;
   - a manifest key only the manifest has ("path_hex", "mtime_ns", "gzip_engine",
     "max_ratio", "min_size") is spelled as a string in a library file other than
     src/manifest.c and src/manifest_read.c (the program's own --json lines, in
@@ -79,7 +79,7 @@ def main():
     for key in LEVEL_KEYS:
         where = [(rel, code.count('"%s"' % key)) for rel, code in files.items() if '"%s"' % key in code]
         if where != [("manifest_read.c", 1)]:
-            failed.append('"%s" must be spelled once, in manifest_read.c\'s pc__manifest_level_key; found %s'
+            failed.append('"%s" must be spelled once, in manifest_read.c\'s pc__spec_fields; found %s'
                           % (key, where or "nowhere"))
     if not files.get(READER) or "json_loadb" not in files[READER]:
         failed.append("src/%s does not parse anything: is the reader elsewhere now?" % READER)

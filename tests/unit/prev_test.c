@@ -59,10 +59,17 @@ static void lines(size_t from, size_t to, int comma_after_last) {
 
 static int load(pc__prev_t **p, unsigned threads, size_t min_part) {
   FILE *f = fopen(path, "wb");
+  pc__spec_t spec;
+
   if (f == NULL || fwrite(doc, 1, len, f) != len || fclose(f) != 0)
     abort();
-  return pc__prev_load(p, path, PC_FMT_BIT(PC_GZ), level, PC_GZIP_ZLIB, 95, 100,
-                       NULL, labels, 1, threads, min_part);
+  memset(&spec, 0, sizeof(spec));
+  spec.formats = PC_FMT_BIT(PC_GZ);
+  memcpy(spec.level, level, sizeof(spec.level));
+  spec.gzip_engine = PC_GZIP_ZLIB;
+  spec.ratio_num = 95;
+  spec.ratio_den = 100;
+  return pc__prev_load(p, path, &spec, labels, 1, threads, min_part);
 }
 
 /* The same status and, for every name f0..f(n-1) and `extra`, the same

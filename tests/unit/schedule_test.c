@@ -16,8 +16,8 @@ static pc__job_t *unit(uint64_t weight, uint64_t mem) {
   pc__job_t *j = calloc(1, sizeof(*j));
   if (j == NULL)
     abort();
-  j->weight = weight;
-  j->mem = mem;
+  j->unit.weight = weight;
+  j->unit.mem = mem;
   return j;
 }
 
@@ -28,7 +28,7 @@ static unsigned nrun;
 static unsigned big_running(void) {
   unsigned k, n = 0;
   for (k = 0; k < nrun; k++)
-    n += run[k]->mem > PC__SCHED_SMALL;
+    n += run[k]->unit.mem > PC__SCHED_SMALL;
   return n;
 }
 
@@ -44,8 +44,8 @@ static void fill(pc__sched_t *s) {
     const pc__job_t *b = s->big.n ? s->big.v[0] : NULL;
     const pc__job_t *m = s->small.n ? s->small.v[0] : NULL;
     const pc__job_t *top =
-        b != NULL && (m == NULL || b->weight >= m->weight) ? b : m;
-    EXPECT(s->used + top->mem > s->limit);
+        b != NULL && (m == NULL || b->unit.weight >= m->unit.weight) ? b : m;
+    EXPECT(s->used + top->unit.mem > s->limit);
   }
   /* Over the limit only with one unit in flight (a unit over it alone). */
   EXPECT(s->in_flight <= 1 || s->used <= s->limit);
@@ -82,13 +82,13 @@ static unsigned large_tree(uint64_t limit, unsigned jobs, uint64_t *order,
     if (b > most)
       most = b;
     for (k = 0; k < nrun; k++)
-      if (run[k]->mem > PC__SCHED_SMALL && order != NULL) {
+      if (run[k]->unit.mem > PC__SCHED_SMALL && order != NULL) {
         /* Record each big unit once, when first seen in flight. */
         unsigned i, seen = 0;
         for (i = 0; i < n; i++)
-          seen |= order[i] == run[k]->weight;
+          seen |= order[i] == run[k]->unit.weight;
         if (!seen)
-          order[n++] = run[k]->weight;
+          order[n++] = run[k]->unit.weight;
       }
     finish(&s, 0);
     fill(&s);
@@ -148,14 +148,14 @@ static void alone(void) {
   EXPECT(pc__sched_push(&s, unit(64 * MIB, 76 * MIB)) == 0);
   EXPECT(pc__sched_push(&s, unit(1 << 10, 1 * MIB)) == 0);
   fill(&s);
-  EXPECT(nrun == 1 && run[0]->weight == 1 << 20);
+  EXPECT(nrun == 1 && run[0]->unit.weight == 1 << 20);
   finish(&s, 0);
   fill(&s);
-  EXPECT(nrun == 1 && run[0]->weight == 64 * MIB && run[0]->alone);
+  EXPECT(nrun == 1 && run[0]->unit.weight == 64 * MIB && run[0]->unit.alone);
   EXPECT(s.alone == 1);
   finish(&s, 0);
   fill(&s);
-  EXPECT(nrun == 1 && !run[0]->alone);
+  EXPECT(nrun == 1 && !run[0]->unit.alone);
   finish(&s, 0);
   EXPECT((j = pc__sched_next(&s)) == NULL);
   pc__sched_drop(&s, 1);
@@ -183,7 +183,7 @@ static void reserve(void) {
   EXPECT(nrun == 3 && s.used_fill == 20 * MIB);
   finish(&s, 0); /* the first big one */
   fill(&s);
-  EXPECT(big_running() == 1 && run[nrun - 1]->weight == 60 * MIB);
+  EXPECT(big_running() == 1 && run[nrun - 1]->unit.weight == 60 * MIB);
   while (nrun > 0) {
     finish(&s, 0);
     fill(&s);
@@ -258,7 +258,7 @@ static void batching(void) {
   pc__sched_init(&s, 4, PC_MEMORY_UNLIMITED);
   EXPECT(pc__sched_add(&s, file("a/1.css", 100)) == 0);
   j = file("a/2.css", 200);
-  j->mem = 2 * MIB;
+  j->unit.mem = 2 * MIB;
   EXPECT(pc__sched_add(&s, j) == 0);
   EXPECT(pc__sched_pending(&s) == 0); /* still gathering */
   EXPECT(pc__sched_add(&s, file("b/1.css", 50)) == 0);
@@ -268,16 +268,17 @@ static void batching(void) {
   EXPECT(pc__sched_flush(&s) == 0);
   EXPECT(pc__sched_pending(&s) == 3);
   j = pc__sched_next(&s); /* largest first */
-  EXPECT(j != NULL && j->batch == NULL && j->size == PC__BATCH_FILE + 1);
+  EXPECT(j != NULL && j->unit.next == NULL && j->size == PC__BATCH_FILE + 1);
   k = pc__sched_next(&s);
-  EXPECT(k != NULL && k->weight == 300 && k->mem == 2 * MIB &&
-         k->batch != NULL && k->batch->size == 200 && k->batch->batch == NULL);
+  EXPECT(k != NULL && k->unit.weight == 300 && k->unit.mem == 2 * MIB &&
+         k->unit.next != NULL && k->unit.next->size == 200 &&
+         k->unit.next->unit.next == NULL);
   pc__sched_done(&s, j);
   pc__sched_done(&s, k);
   pc__job_free(j);
   pc__job_free(k);
   j = pc__sched_next(&s);
-  EXPECT(j != NULL && j->weight == 50 && j->batch == NULL);
+  EXPECT(j != NULL && j->unit.weight == 50 && j->unit.next == NULL);
   pc__sched_done(&s, j);
   pc__job_free(j);
 
@@ -286,9 +287,9 @@ static void batching(void) {
     EXPECT(pc__sched_add(&s, file("c/x", 1)) == 0);
   EXPECT(pc__sched_pending(&s) == 1);
   j = pc__sched_next(&s);
-  for (n = 0, k = j; k != NULL; k = k->batch)
+  for (n = 0, k = j; k != NULL; k = k->unit.next)
     n++;
-  EXPECT(n == PC__BATCH_FILES && j->weight == PC__BATCH_FILES);
+  EXPECT(n == PC__BATCH_FILES && j->unit.weight == PC__BATCH_FILES);
   pc__sched_done(&s, j);
   pc__job_free(j);
   /* Full by bytes: the file that reaches PC__BATCH_BYTES closes it. */
@@ -299,7 +300,7 @@ static void batching(void) {
   /* A worker would idle with nothing small waiting: hand on the unit. */
   EXPECT(!pc__sched_idle(&s));
   j = pc__sched_next(&s);
-  EXPECT(j != NULL && j->weight == PC__BATCH_BYTES);
+  EXPECT(j != NULL && j->unit.weight == PC__BATCH_BYTES);
   EXPECT(pc__sched_idle(&s));
   pc__sched_done(&s, j);
   pc__job_free(j);

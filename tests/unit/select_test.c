@@ -194,9 +194,7 @@ static void specials(void) {
   EXPECT(pc__select_file(&sel, &e, NULL) == PC__SEL_TEMP_OURS);
 
   setup("cache directories");
-  sel.skip_dirs[0].dev = 4;
-  sel.skip_dirs[0].ino = 5;
-  sel.nskip_dirs = 1;
+  pc__select_skip(&sel, (pc__devino_t){4, 5});
   reg = file_stat(S_IFDIR, 4, 5);
   EXPECT(pc__select_skip_dir(&sel, &reg));
   reg = file_stat(S_IFDIR, 4, 6);
@@ -208,10 +206,7 @@ static void manifest(void) {
   pc__sel_entry_t e;
 
   setup("manifest");
-  sel.man_base = "m.json";
-  sel.man_base_len = 6;
-  sel.man_dir.dev = 1;
-  sel.man_dir.ino = 1;
+  pc__select_set_manifest(&sel, "m.json", &(pc__devino_t){1, 1});
   e = entry("m.json", NULL, 0, 0);
   EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_MANIFEST);
   EXPECT(pc__select_early(&sel, &e, 0) == PC__SEL_MANIFEST);
@@ -226,9 +221,7 @@ static void manifest(void) {
   EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_NEXT);
   EXPECT(pc__select_file(&sel, &e, &st) == PC__SEL_SOURCE);
   /* The manifest as it was at the start, under any name (a link to it). */
-  sel.man_known = 1;
-  sel.man.dev = 7;
-  sel.man.ino = 8;
+  pc__select_set_manifest_file(&sel, (pc__devino_t){7, 8});
   e = entry("link.json", NULL, 0, 0);
   EXPECT(pc__select_file(&sel, &e, &st) == PC__SEL_MANIFEST);
   EXPECT(pc__select_file(&sel, &e, NULL) == PC__SEL_SOURCE); /* unstatted */
@@ -247,9 +240,7 @@ static void cache_store(void) {
   size_t k;
 
   setup("cache store");
-  sel.cache_known = 1;
-  sel.cache_dir.dev = 1;
-  sel.cache_dir.ino = 1;
+  pc__select_set_cache_dir(&sel, (pc__devino_t){1, 1});
   for (k = 0; k < PC__ARRAY_SIZE(ours); k++) {
     e = entry(ours[k], NULL, 0, 0);
     EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_CACHE);
@@ -260,7 +251,7 @@ static void cache_store(void) {
     e = entry(not_ours[k], NULL, 0, 0);
     EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_NEXT);
   }
-  sel.cache_known = 0;
+  setup("cache store unknown");
   e = entry("cache.sqlite", NULL, 0, 0);
   EXPECT(pc__select_early(&sel, &e, 1) == PC__SEL_NEXT);
 }
