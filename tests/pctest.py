@@ -160,6 +160,18 @@ def listing(root):
     return res
 
 
+def read(path):
+    """The bytes of a file."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, data, mode="wb"):
+    """Writes bytes to a file, replacing it (mode "ab": added at its end)."""
+    with open(path, mode) as f:
+        f.write(data)
+
+
 def sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:

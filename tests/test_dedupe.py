@@ -17,7 +17,7 @@ import stat
 from collections import defaultdict
 
 from pctest import (SITE, PCTestCase, classify, decode, expected_outputs, fsb, gz_oracle, have_zstd_build,
-                    listing, load_manifest, main, manifest_by_path, run, source_snapshot, walk_all,
+                    listing, load_manifest, main, manifest_by_path, read, run, source_snapshot, walk_all,
                     words_data)
 
 VERBOSE_RE = re.compile(r"^(compressed|copied|cached|skipped) (.+) \(([^()]*)\)$")
@@ -53,11 +53,6 @@ def kinds(res, root):
             raise AssertionError("%r reported twice in -v output: %r" % (rel, res))
         out[rel] = kind
     return out
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def write(path, data, mode=0o644, mtime_ns=None, atime_ns=None):

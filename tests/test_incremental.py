@@ -18,8 +18,8 @@ import time
 import unittest
 
 from pctest import (NOBODY, PCTestCase, PROGRAM, classify, decode, expected_outputs, fsb, listing,
-                    load_manifest, main, make_world_accessible, manifest_by_path, run, skipped_total,
-                    source_snapshot, walk_all)
+                    load_manifest, main, make_world_accessible, manifest_by_path, read, run, skipped_total,
+                    source_snapshot, walk_all, write)
 
 # These runs are about the tree and the manifest alone: no content cache from the environment.
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
@@ -61,16 +61,6 @@ def output_stats(root):
         if rel.endswith((b".gz", b".br", b".zst")) and stat.S_ISREG(st.st_mode):
             res[rel] = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, stat.S_IMODE(st.st_mode))
     return res
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def write(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 class Base(PCTestCase):

@@ -14,8 +14,7 @@ sys.dont_write_bytecode = True
 import os
 import re
 
-from pctest import (PCTestCase, load_json_strict, main, make_world_accessible, run,
-                    words_data)
+from pctest import (PCTestCase, load_json_strict, main, make_world_accessible, run, words_data, write)
 
 # name on disk -> how human output must show it (GNU `ls -b`, quoting style "escape").
 ODD = {
@@ -42,11 +41,6 @@ FORGE_DIRS = [b"x\ncompressed ", b"etc"]
 FORGE_FILE = b"passwd (1 -> gz 1)"
 FORGE_REL = b"/".join(FORGE_DIRS + [FORGE_FILE])
 FORGE_SHOWN = "x\\ncompressed /etc/passwd (1 -> gz 1)"
-
-
-def write(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 def assert_safe_text(tc, blob, what):
