@@ -520,6 +520,36 @@ def parse_verbose(res, root):
     return out
 
 
+# Every -v line that names a file: what the run did with it.
+KIND_RE = re.compile(r"^(compressed|copied|cached|skipped) (.+) \(([^()]*)\)$")
+UNCHANGED_RE = re.compile(r"^unchanged (.+)$")
+
+
+def kinds(res, root):
+    """-v lines -> {rel_bytes: kind} with kind 'compressed', 'copied', 'cached', 'unchanged' or
+    'skipped (REASON)'; PATH may be full or relative to root. A file reported twice fails."""
+    prefix = root.rstrip("/") + "/"
+    out = {}
+    for line in res.out_lines:
+        m = KIND_RE.match(line)
+        if m:
+            kind, p = m.group(1), m.group(2)
+            if kind == "skipped":
+                kind = "skipped (%s)" % m.group(3)
+        else:
+            m = UNCHANGED_RE.match(line)
+            if not m:
+                continue
+            kind, p = "unchanged", m.group(1)
+        if p.startswith(prefix):
+            p = p[len(prefix):]
+        rel = os.fsencode(p)
+        if rel in out:
+            raise AssertionError("%r reported twice in -v output: %r" % (rel, res))
+        out[rel] = kind
+    return out
+
+
 # ----------------------------------------------------------------------------
 # Test case base and runner
 # ----------------------------------------------------------------------------
