@@ -415,11 +415,14 @@ class Result:
         return "<run %r rc=%s\n--- stdout\n%s--- stderr\n%s>" % (self.args, self.rc, self.out[-3000:], self.err[-3000:])
 
 
-def child_env():
+def child_env(cache=True):
     """The environment a run of the program gets: ours without UV_THREADPOOL_SIZE, which
-    precompress sets itself from -j."""
+    precompress sets itself from -j. cache=False: without PRECOMPRESS_CACHE_DIR either (no
+    content cache: every run compresses)."""
     e = dict(os.environ)
     e.pop("UV_THREADPOOL_SIZE", None)
+    if not cache:
+        e.pop("PRECOMPRESS_CACHE_DIR", None)
     return e
 
 

@@ -33,8 +33,8 @@ import subprocess
 import tempfile
 import time
 
-from pctest import (PROGRAM, TEMP_RE, PCTestCase, brotli, entry_sum, store_rows, gz_oracle, have_zstd_build, keeps, load_json_strict, main,
-                    walk_all)
+from pctest import (PROGRAM, TEMP_RE, PCTestCase, brotli, child_env, entry_sum, store_rows, gz_oracle,
+                    have_zstd_build, keeps, load_json_strict, main, walk_all)
 
 NFILES = 2500
 NDIRS = 40
@@ -70,13 +70,6 @@ def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def child_env():
-    e = dict(os.environ)
-    e.pop("UV_THREADPOOL_SIZE", None)
-    e.pop("PRECOMPRESS_CACHE_DIR", None)  # no cache: every run compresses
-    return e
 
 
 def gen_text(r, vocab, size):
@@ -172,7 +165,7 @@ class KillBase(PCTestCase):
     def start(self, args):
         out = tempfile.TemporaryFile(dir=self.tmp)
         err = tempfile.TemporaryFile(dir=self.tmp)
-        p = subprocess.Popen([PROGRAM] + args, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=child_env())
+        p = subprocess.Popen([PROGRAM] + args, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=child_env(cache=False))
         return p, out, err
 
     @staticmethod
