@@ -114,6 +114,17 @@ def copy_program(dst):
             shutil.copy2(src, os.path.join(up, name), follow_symlinks=False)
 
 
+def sanitized_build():
+    """Whether the program under test carries AddressSanitizer's or ThreadSanitizer's runtime
+    (several times slower, its memory not the program's); False when it cannot be read."""
+    try:
+        with open(PROGRAM, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return False
+    return b"__asan_init" in blob or b"__tsan_init" in blob
+
+
 def have_zstd_build():
     v = os.environ.get("PC_HAVE_ZSTD")
     if v in ("0", "1"):
