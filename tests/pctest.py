@@ -25,8 +25,9 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SRC_ROOT = os.path.dirname(HERE)
 PROGRAM = os.environ.get("PRECOMPRESS", "")
-FIXTURES = os.environ.get("PC_FIXTURES") or os.path.join(os.path.dirname(HERE), "fixtures")
+FIXTURES = os.environ.get("PC_FIXTURES") or os.path.join(SRC_ROOT, "fixtures")
 SITE = os.path.join(FIXTURES, "site")
 
 try:
@@ -123,6 +124,17 @@ def sanitized_build():
     except OSError:
         return False
     return b"__asan_init" in blob or b"__tsan_init" in blob
+
+
+def project_version():
+    """The one version (dist/version.py: include/precompress.h's)."""
+    return subprocess.run([sys.executable, os.path.join(SRC_ROOT, "dist", "version.py")], check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.strip()
+
+
+def summaries(out):
+    """The --json summaries in a text (a step's standard output), in order."""
+    return [load_json_strict(l) for l in out.split("\n") if l.startswith("{")]
 
 
 def have_zstd_build():
