@@ -63,8 +63,7 @@ import tarfile
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC_ROOT = os.path.dirname(HERE)
+from pctest import SRC_ROOT, project_version, sha256
 
 
 # ----------------------------------------------------------------------------
@@ -786,12 +785,6 @@ def workflow_on(wf):
 # Releases
 # ----------------------------------------------------------------------------
 
-def project_version():
-    p = subprocess.run([sys.executable, os.path.join(SRC_ROOT, "dist", "version.py")],
-                       stdout=subprocess.PIPE, check=True)
-    return p.stdout.decode().strip()
-
-
 class Release:
     """A release directory as dist/release.sh makes it (dist/README.md): the one named by
     PRECOMPRESS_RELEASE, else a stand-in with the same layout made from the program under
@@ -857,19 +850,11 @@ class Release:
         return dst
 
 
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def write_sums(d):
     names = sorted(n for n in os.listdir(d) if n != "SHA256SUMS" and os.path.isfile(os.path.join(d, n)))
     with open(os.path.join(d, "SHA256SUMS"), "w") as f:
         for n in names:
-            f.write("%s  %s\n" % (sha256_file(os.path.join(d, n)), n))
+            f.write("%s  %s\n" % (sha256(os.path.join(d, n)), n))
 
 
 # ----------------------------------------------------------------------------

@@ -25,8 +25,9 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SRC_ROOT = os.path.dirname(HERE)
 PROGRAM = os.environ.get("PRECOMPRESS", "")
-FIXTURES = os.environ.get("PC_FIXTURES") or os.path.join(os.path.dirname(HERE), "fixtures")
+FIXTURES = os.environ.get("PC_FIXTURES") or os.path.join(SRC_ROOT, "fixtures")
 SITE = os.path.join(FIXTURES, "site")
 
 try:
@@ -114,6 +115,28 @@ def copy_program(dst):
             shutil.copy2(src, os.path.join(up, name), follow_symlinks=False)
 
 
+def sanitized_build():
+    """Whether the program under test carries AddressSanitizer's or ThreadSanitizer's runtime
+    (several times slower, its memory not the program's); False when it cannot be read."""
+    try:
+        with open(PROGRAM, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return False
+    return b"__asan_init" in blob or b"__tsan_init" in blob
+
+
+def project_version():
+    """The one version (dist/version.py: include/precompress.h's)."""
+    return subprocess.run([sys.executable, os.path.join(SRC_ROOT, "dist", "version.py")], check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.strip()
+
+
+def summaries(out):
+    """The --json summaries in a text (a step's standard output), in order."""
+    return [load_json_strict(l) for l in out.split("\n") if l.startswith("{")]
+
+
 def have_zstd_build():
     v = os.environ.get("PC_HAVE_ZSTD")
     if v in ("0", "1"):
@@ -158,6 +181,18 @@ def listing(root):
         res[rel] = (stat.S_IFMT(st.st_mode), st.st_size if not stat.S_ISDIR(st.st_mode) else 0,
                     stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_ino, h)
     return res
+
+
+def read(path):
+    """The bytes of a file."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, data, mode="wb"):
+    """Writes bytes to a file, replacing it (mode "ab": added at its end)."""
+    with open(path, mode) as f:
+        f.write(data)
 
 
 def sha256(path):
@@ -403,11 +438,14 @@ class Result:
         return "<run %r rc=%s\n--- stdout\n%s--- stderr\n%s>" % (self.args, self.rc, self.out[-3000:], self.err[-3000:])
 
 
-def child_env():
+def child_env(cache=True):
     """The environment a run of the program gets: ours without UV_THREADPOOL_SIZE, which
-    precompress sets itself from -j."""
+    precompress sets itself from -j. cache=False: without PRECOMPRESS_CACHE_DIR either (no
+    content cache: every run compresses)."""
     e = dict(os.environ)
     e.pop("UV_THREADPOOL_SIZE", None)
+    if not cache:
+        e.pop("PRECOMPRESS_CACHE_DIR", None)
     return e
 
 
@@ -505,6 +543,36 @@ def parse_verbose(res, root):
         if p.startswith(prefix):
             p = p[len(prefix):]
         out[os.fsencode(p)] = (m.group(1), m.group(3))
+    return out
+
+
+# Every -v line that names a file: what the run did with it.
+KIND_RE = re.compile(r"^(compressed|copied|cached|skipped) (.+) \(([^()]*)\)$")
+UNCHANGED_RE = re.compile(r"^unchanged (.+)$")
+
+
+def kinds(res, root):
+    """-v lines -> {rel_bytes: kind} with kind 'compressed', 'copied', 'cached', 'unchanged' or
+    'skipped (REASON)'; PATH may be full or relative to root. A file reported twice fails."""
+    prefix = root.rstrip("/") + "/"
+    out = {}
+    for line in res.out_lines:
+        m = KIND_RE.match(line)
+        if m:
+            kind, p = m.group(1), m.group(2)
+            if kind == "skipped":
+                kind = "skipped (%s)" % m.group(3)
+        else:
+            m = UNCHANGED_RE.match(line)
+            if not m:
+                continue
+            kind, p = "unchanged", m.group(1)
+        if p.startswith(prefix):
+            p = p[len(prefix):]
+        rel = os.fsencode(p)
+        if rel in out:
+            raise AssertionError("%r reported twice in -v output: %r" % (rel, res))
+        out[rel] = kind
     return out
 
 

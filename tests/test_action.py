@@ -41,22 +41,18 @@ import tempfile
 import unittest
 
 import gha
-from pctest import PROGRAM, SITE, PCTestCase, classify, expected_outputs, fsb, load_json_strict, main, walk_all
+from pctest import (PROGRAM, SITE, SRC_ROOT, PCTestCase, classify, expected_outputs, fsb, main,
+                    project_version, sha256, summaries, walk_all)
 
 try:
     import yaml
 except ImportError:  # skipped with a message
     yaml = None
 
-SRC_ROOT = gha.SRC_ROOT
 ACTION = os.path.join(SRC_ROOT, "action.yml")
 RELEASE_WF = os.path.join(SRC_ROOT, ".github", "workflows", "release.yml")
 REPO = "precompress/precompress"
 UNSUPPORTED = "Linux X64 (linux-x86_64) and Linux ARM64 (linux-aarch64)"
-
-
-def summaries(out):
-    return [load_json_strict(l) for l in out.split("\n") if l.startswith("{")]
 
 
 class Base(PCTestCase):
@@ -119,7 +115,7 @@ class Base(PCTestCase):
         self.assertTrue(path.endswith("/precompress-%s-linux-%s/precompress" % (self.version, platform)), path)
         tarball = self.release.tarball(platform)
         self.assertIn("%s: SHA-256 %s, as SHA256SUMS says" % (
-            tarball, gha.sha256_file(os.path.join(self.served, tarball))), inst.stdout)
+            tarball, sha256(os.path.join(self.served, tarball))), inst.stdout)
         self.assertRegex(inst.stdout, r"(?m)^precompress %s \(" % re.escape(self.version))
         after = job.find("after")
         self.assertEqual(after.stdout.split("\n")[0], path, "a later step does not find it first on PATH")
@@ -343,7 +339,7 @@ class Checksum(Base):
             with gha.serve(self.served) as srv:
                 job = self.job(self.http_with(srv, args="--json dist/"))
             res = self.assertFailed(job, "%s: SHA-256 %s, but SHA256SUMS says" % (
-                tarball, gha.sha256_file(os.path.join(self.served, tarball))))
+                tarball, sha256(os.path.join(self.served, tarball))))
             self.assertIn("Nothing was installed", res.stdout)
             self.assertEqual(sorted(os.listdir(os.path.join(job.workspace, "dist"))), sorted(os.listdir(SITE)))
 
@@ -556,7 +552,7 @@ class ReleaseWorkflow(Base):
     def setUp(self):
         PCTestCase.setUp(self)
         self.wf = gha.load_yaml(RELEASE_WF)
-        self.version = gha.project_version()
+        self.version = project_version()
         self.env = gha.runner_env(os.environ)
 
     def test_triggers_on_v_tags_tests_first_then_releases_in_debian_12(self):

@@ -31,31 +31,14 @@ import threading
 import time
 import unittest
 
-from pctest import (NOBODY, PROGRAM, PCTestCase, Result, br_oracle, decode, gz_oracle, have_zstd_build, listing,
-                    load_manifest, main, make_world_accessible, manifest_by_path, run, skipped_total,
-                    source_snapshot, walk_all, words_data)
+from pctest import (NOBODY, PROGRAM, PCTestCase, Result, br_oracle, child_env, decode, gz_oracle,
+                    have_zstd_build, listing, load_manifest, main, make_world_accessible, manifest_by_path,
+                    read, run, skipped_total, source_snapshot, walk_all, words_data, write)
 
 HAVE_SETPRIV = shutil.which("setpriv") is not None
 PATH_MAX = 4096  # with its NUL: the longest path is 4095 bytes
 NAME_MAX = 255
 TMP_EXTRA = len(".") + len(".XXXXXX.tmp")  # a temp file's name: .NAME.EXT.XXXXXX.tmp
-
-
-def read(p):
-    with open(p, "rb") as f:
-        return f.read()
-
-
-def write(p, data):
-    with open(p, "wb") as f:
-        f.write(data)
-
-
-def child_env():
-    e = dict(os.environ)
-    e.pop("UV_THREADPOOL_SIZE", None)
-    e.pop("PRECOMPRESS_CACHE_DIR", None)
-    return e
 
 
 def about(line, path):
@@ -165,7 +148,7 @@ class Base(PCTestCase):
 
     def popen(self, args, **kw):
         p = subprocess.Popen([PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, env=child_env(), **kw)
+                                stdin=subprocess.DEVNULL, env=child_env(cache=False), **kw)
         p.pc_args = args
         return p
 

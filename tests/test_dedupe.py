@@ -11,17 +11,13 @@ import sys
 sys.dont_write_bytecode = True
 import hashlib
 import os
-import re
 import shutil
 import stat
 from collections import defaultdict
 
 from pctest import (SITE, PCTestCase, classify, decode, expected_outputs, fsb, gz_oracle, have_zstd_build,
-                    listing, load_manifest, main, manifest_by_path, run, source_snapshot, walk_all,
-                    words_data)
-
-VERBOSE_RE = re.compile(r"^(compressed|copied|cached|skipped) (.+) \(([^()]*)\)$")
-UNCHANGED_RE = re.compile(r"^unchanged (.+)$")
+                    kinds, listing, load_manifest, main, manifest_by_path, read, run, source_snapshot,
+                    walk_all, words_data)
 
 # These runs are about the tree and the manifest alone: no content cache from the environment.
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
@@ -29,35 +25,6 @@ os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 TWIN = "static/js/app.js"
 TWIN_HASHED = "static/js/app.3f2a1b9c8d7e.js"
 BASE_NS = 1_700_000_000_000_000_000
-
-
-def kinds(res, root):
-    """-v lines -> {rel_bytes: kind}: 'compressed', 'copied', 'unchanged' or 'skipped (REASON)'."""
-    prefix = root.rstrip("/") + "/"
-    out = {}
-    for line in res.out_lines:
-        m = VERBOSE_RE.match(line)
-        if m:
-            kind, p = m.group(1), m.group(2)
-            if kind == "skipped":
-                kind = "skipped (%s)" % m.group(3)
-        else:
-            m = UNCHANGED_RE.match(line)
-            if not m:
-                continue
-            kind, p = "unchanged", m.group(1)
-        if p.startswith(prefix):
-            p = p[len(prefix):]
-        rel = os.fsencode(p)
-        if rel in out:
-            raise AssertionError("%r reported twice in -v output: %r" % (rel, res))
-        out[rel] = kind
-    return out
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def write(path, data, mode=0o644, mtime_ns=None, atime_ns=None):

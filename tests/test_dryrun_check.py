@@ -6,12 +6,7 @@ sys.dont_write_bytecode = True
 import os
 import time
 
-from pctest import PCTestCase, classify, expected_outputs, listing, main, run
-
-
-def write(p, data, mode="wb"):
-    with open(p, mode) as f:
-        f.write(data)
+from pctest import PCTestCase, classify, expected_outputs, listing, main, run, write
 
 
 class DryRun(PCTestCase):

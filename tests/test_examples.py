@@ -63,15 +63,14 @@ import time
 import unittest
 
 import gha
-from pctest import (PROGRAM, SITE, PCTestCase, classify, debian_root, expected_outputs, fsb, in_root,
-                    load_json_strict, main, run, walk_all)
+from pctest import (PROGRAM, SITE, SRC_ROOT, PCTestCase, classify, debian_root, expected_outputs, fsb,
+                    in_root, load_json_strict, main, project_version, run, summaries, walk_all)
 
 try:
     import yaml
 except ImportError:  # skipped with a message
     yaml = None
 
-SRC_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(SRC_ROOT, "examples")
 DOCKERFILE = os.path.join(EXAMPLES, "docker", "Dockerfile")
 GITHUB = os.path.join(EXAMPLES, "github-actions", "precompress.yml")
@@ -137,11 +136,6 @@ def kind(cmd):
     if re.search(r"\bnpm\b", cmd):
         return "site"
     return "run"
-
-
-def summaries(out):
-    """The --json summaries on a step's standard output, in order."""
-    return [load_json_strict(l) for l in out.split("\n") if l.startswith("{")]
 
 
 def copy_source_tree(dst):
@@ -226,12 +220,6 @@ class Base(PCTestCase):
 
 # The machine's name in a release's file names: what `uname -m` says, as the recipes use it.
 ARCH = platform.machine()
-
-
-def project_version():
-    """The one version (dist/version.py: include/precompress.h's)."""
-    return subprocess.run([sys.executable, os.path.join(SRC_ROOT, "dist", "version.py")], check=True,
-                          stdout=subprocess.PIPE, text=True).stdout.strip()
 
 
 def is_static(program):

@@ -12,8 +12,8 @@ import time
 import unittest
 
 from pctest import (HERE, NOBODY, PCTestCase, PROGRAM, Result, decode, listing, load_manifest, main,
-                    make_world_accessible, manifest_by_path, run, source_snapshot, temp_leftovers, walk_all,
-                    words_data)
+                    make_world_accessible, manifest_by_path, project_version, run, source_snapshot,
+                    temp_leftovers, walk_all, words_data)
 
 HAVE_SETPRIV = shutil.which("setpriv") is not None
 MAN = os.path.join(os.path.dirname(HERE), "man")
@@ -119,9 +119,7 @@ class Usage(PCTestCase):
         self.assertRegex(r.out, r"^precompress \d+\.\d+\.\d+ \(zlib [^,]+, brotli [^,]+, libuv [^,)]+(, zstd [^)]+)?\)\n$")
         # The one version: include/precompress.h's, as dist/version.py reads it for meson, the
         # wheel and the release script.
-        version = subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "dist", "version.py")],
-                                 stdout=subprocess.PIPE, check=True, text=True).stdout.strip()
-        self.assertEqual(r.out.split()[1], version, r)
+        self.assertEqual(r.out.split()[1], project_version(), r)
 
     def test_help_lists_every_option_of_the_reference(self):
         """The options are those of man/options.md (read by gen_options.py's own parser), not a

@@ -15,8 +15,8 @@ import subprocess
 import time
 import unittest
 
-from pctest import (PCTestCase, PROGRAM, child_env, decode, listing, load_manifest, main,
-                    manifest_by_path, run, walk_all, words_data)
+from pctest import (PCTestCase, PROGRAM, child_env, decode, listing, load_manifest, main, manifest_by_path,
+                    read, run, walk_all, words_data, write)
 
 # The manifest and the tree alone: no content cache from the environment.
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
@@ -24,16 +24,6 @@ os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 HAVE_PRLIMIT = shutil.which("prlimit") is not None
 REFUSED = "refusing to replace: not a precompress manifest"
 NOT_MANIFEST = "valid JSON but not a precompress manifest"
-
-
-def write(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 class Base(PCTestCase):

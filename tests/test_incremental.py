@@ -11,47 +11,19 @@ import sys
 
 sys.dont_write_bytecode = True
 import os
-import re
 import shutil
 import stat
 import time
 import unittest
 
-from pctest import (NOBODY, PCTestCase, PROGRAM, classify, decode, expected_outputs, fsb, listing,
-                    load_manifest, main, make_world_accessible, manifest_by_path, run, skipped_total,
-                    source_snapshot, walk_all)
+from pctest import (NOBODY, PCTestCase, PROGRAM, classify, decode, expected_outputs, fsb, kinds, listing,
+                    load_manifest, main, make_world_accessible, manifest_by_path, read, run, skipped_total,
+                    source_snapshot, walk_all, write)
 
 # These runs are about the tree and the manifest alone: no content cache from the environment.
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 
 HAVE_SETPRIV = shutil.which("setpriv") is not None
-
-VERBOSE_RE = re.compile(r"^(compressed|copied|cached|skipped) (.+) \(([^()]*)\)$")
-UNCHANGED_RE = re.compile(r"^unchanged (.+)$")
-
-
-def kinds(res, root):
-    """-v lines -> {rel_bytes: kind} with kind 'compressed', 'copied', 'unchanged' or 'skipped (REASON)'."""
-    prefix = root.rstrip("/") + "/"
-    out = {}
-    for line in res.out_lines:
-        m = UNCHANGED_RE.match(line)
-        if m and not VERBOSE_RE.match(line):
-            kind, p = "unchanged", m.group(1)
-        else:
-            m = VERBOSE_RE.match(line)
-            if not m:
-                continue
-            kind, p = m.group(1), m.group(2)
-            if kind == "skipped":
-                kind = "skipped (%s)" % m.group(3)
-        if p.startswith(prefix):
-            p = p[len(prefix):]
-        rel = os.fsencode(p)
-        if rel in out:
-            raise AssertionError("%r reported twice in -v output: %r" % (rel, res))
-        out[rel] = kind
-    return out
 
 
 def output_stats(root):
@@ -61,16 +33,6 @@ def output_stats(root):
         if rel.endswith((b".gz", b".br", b".zst")) and stat.S_ISREG(st.st_mode):
             res[rel] = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, stat.S_IMODE(st.st_mode))
     return res
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def write(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 class Base(PCTestCase):

@@ -33,8 +33,8 @@ import subprocess
 import tempfile
 import time
 
-from pctest import (PROGRAM, TEMP_RE, PCTestCase, brotli, entry_sum, store_rows, gz_oracle, have_zstd_build, keeps, load_json_strict, main,
-                    walk_all)
+from pctest import (PROGRAM, TEMP_RE, PCTestCase, brotli, child_env, entry_sum, sanitized_build, store_rows,
+                    gz_oracle, have_zstd_build, keeps, load_json_strict, main, walk_all)
 
 NFILES = 2500
 NDIRS = 40
@@ -42,15 +42,6 @@ BIG = ((b"d00", b"big0.js", 2), (b"d02", b"big1.css", 3), (b"d03", b"big2.html",
 KILL_SEEDS = int(os.environ.get("PC_KILL_SEEDS", "60"))
 SIGNAL_RUNS = int(os.environ.get("PC_SIGNAL_RUNS", "12"))
 JOBS = 2
-
-
-def sanitized_build():
-    try:
-        with open(PROGRAM, "rb") as f:
-            blob = f.read()
-    except OSError:
-        return False
-    return b"__asan_init" in blob or b"__tsan_init" in blob
 
 
 # A sanitizer build runs the same code several times slower: the one-second
@@ -70,13 +61,6 @@ def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def child_env():
-    e = dict(os.environ)
-    e.pop("UV_THREADPOOL_SIZE", None)
-    e.pop("PRECOMPRESS_CACHE_DIR", None)  # no cache: every run compresses
-    return e
 
 
 def gen_text(r, vocab, size):
@@ -172,7 +156,7 @@ class KillBase(PCTestCase):
     def start(self, args):
         out = tempfile.TemporaryFile(dir=self.tmp)
         err = tempfile.TemporaryFile(dir=self.tmp)
-        p = subprocess.Popen([PROGRAM] + args, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=child_env())
+        p = subprocess.Popen([PROGRAM] + args, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=child_env(cache=False))
         return p, out, err
 
     @staticmethod

@@ -20,18 +20,12 @@ import stat
 import subprocess
 import unittest
 
-from pctest import (PROGRAM, PCTestCase, child_env, classify, decode, gz_oracle, listing, load_json_strict, main, run,
-                    source_snapshot, walk_all, words_data)
+from pctest import (PROGRAM, PCTestCase, child_env, classify, decode, gz_oracle, listing, load_json_strict,
+                    main, run, sanitized_build, source_snapshot, walk_all, words_data)
 
 HAVE_PRLIMIT = shutil.which("prlimit") is not None
 HAVE_TASKSET = shutil.which("taskset") is not None
 MB = 1 << 20
-
-
-def sanitized_build():
-    with open(PROGRAM, "rb") as f:
-        blob = f.read()
-    return b"__asan_init" in blob or b"__tsan_init" in blob
 
 
 def gen_tree(root, n=2000, seed=11):
@@ -279,9 +273,7 @@ class MemoryLimit(PCTestCase):
         # file's estimate, brotli 11's blocks on huge pages included. GNU
         # time forks the program from its own small image: a child forked
         # from this Python would carry Python's RSS into ru_maxrss.
-        with open(PROGRAM, "rb") as f:
-            prog = f.read()
-        if b"__asan_init" in prog or b"__tsan_init" in prog:
+        if sanitized_build():
             self.skipTest("a sanitizer's shadow memory is not the program's")
         if not os.path.exists("/usr/bin/time"):
             self.skipTest("GNU time (Debian: time) is not installed")

@@ -14,8 +14,8 @@ sys.dont_write_bytecode = True
 import os
 import re
 
-from pctest import (PCTestCase, load_json_strict, main, make_world_accessible, run,
-                    words_data)
+from pctest import (PCTestCase, entry_rel, load_json_strict, main, make_world_accessible, run, words_data,
+                    write)
 
 # name on disk -> how human output must show it (GNU `ls -b`, quoting style "escape").
 ODD = {
@@ -42,11 +42,6 @@ FORGE_DIRS = [b"x\ncompressed ", b"etc"]
 FORGE_FILE = b"passwd (1 -> gz 1)"
 FORGE_REL = b"/".join(FORGE_DIRS + [FORGE_FILE])
 FORGE_SHOWN = "x\\ncompressed /etc/passwd (1 -> gz 1)"
-
-
-def write(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 def assert_safe_text(tc, blob, what):
@@ -215,12 +210,6 @@ def parse_json_lines(tc, r):
     return objs
 
 
-def rel_of(obj):
-    if "path_hex" in obj:
-        return bytes.fromhex(obj["path_hex"])
-    return obj["path"].encode("utf-8")
-
-
 class JsonLines(Base):
     def build(self):
         root = self.odd_tree()
@@ -253,7 +242,7 @@ class JsonLines(Base):
 
         byrel = {}
         for o in files:
-            rel = rel_of(o)
+            rel = entry_rel(o)
             self.assertNotIn(rel, byrel, "a file reported twice")
             byrel[rel] = o
         sep = "line\u2028sep.js".encode()

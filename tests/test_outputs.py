@@ -6,18 +6,8 @@ sys.dont_write_bytecode = True
 import os
 import stat
 
-from pctest import (PCTestCase, br_oracle, classify, decode, gz_oracle, keeps, listing, load_json_strict, load_manifest, main,
-                    manifest_by_path, run, source_snapshot, walk_all)
-
-
-def read(p):
-    with open(p, "rb") as f:
-        return f.read()
-
-
-def write(p, data):
-    with open(p, "wb") as f:
-        f.write(data)
+from pctest import (PCTestCase, br_oracle, classify, decode, gz_oracle, keeps, listing, load_json_strict,
+                    load_manifest, main, manifest_by_path, read, run, source_snapshot, walk_all, write)
 
 
 class StaleOutputs(PCTestCase):

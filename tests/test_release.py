@@ -23,10 +23,9 @@ import tarfile
 import unittest
 import zipfile
 
-from pctest import (HERE, SITE, PCTestCase, classify, decode, expected_outputs, fsb, main, walk_all)
+from pctest import (SITE, SRC_ROOT, PCTestCase, classify, decode, expected_outputs, fsb, main, sha256, walk_all)
 
 RELEASE = os.environ.get("PRECOMPRESS_RELEASE", "")
-SRC_ROOT = os.path.dirname(HERE)
 ARCHES = {"x86_64": "amd64", "aarch64": "arm64"}
 QEMU = {"x86_64": None, "aarch64": "qemu-aarch64-static"}
 WHEEL_TAG = "py3-none-manylinux_2_17_{0}.manylinux2014_{0}.musllinux_1_1_{0}"
@@ -35,14 +34,6 @@ WHEEL_TAG = "py3-none-manylinux_2_17_{0}.manylinux2014_{0}.musllinux_1_1_{0}"
 def version():
     return subprocess.run([sys.executable, os.path.join(SRC_ROOT, "dist", "version.py")],
                           stdout=subprocess.PIPE, check=True, text=True).stdout.strip()
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class Base(PCTestCase):
@@ -82,7 +73,7 @@ class Contents(Base):
             lines = [l.split() for l in f.read().splitlines()]
         self.assertEqual(sorted(n for _, n in lines), [n for n in self.expected_files() if n != "SHA256SUMS"])
         for digest, name in lines:
-            self.assertEqual(sha256_file(self.rel(name)), digest, name)
+            self.assertEqual(sha256(self.rel(name)), digest, name)
         p = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=self.release,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.assertEqual(p.returncode, 0, p.stdout)
@@ -115,7 +106,7 @@ class Contents(Base):
                 self.assertEqual((info.external_attr >> 16) & 0o777, 0o755)
                 inside = hashlib.sha256(z.read("precompress/bin/precompress")).hexdigest()
                 wheel = z.read("precompress-%s.dist-info/WHEEL" % self.version).decode()
-            self.assertEqual(inside, sha256_file(self.binary(arch)), arch)
+            self.assertEqual(inside, sha256(self.binary(arch)), arch)
             self.assertIn("Tag: py3-none-manylinux_2_17_%s" % arch, wheel)
             self.assertIn("Tag: py3-none-musllinux_1_1_%s" % arch, wheel)
 
@@ -155,7 +146,7 @@ class Contents(Base):
                             if m.isfile():
                                 files[m.name.lstrip("./")] = hashlib.sha256(lt.extractfile(m).read()).hexdigest()
                 self.assertEqual(sorted(files), ["LICENSE", "precompress"], arch)
-                self.assertEqual(files["precompress"], sha256_file(self.binary(arch)), arch)
+                self.assertEqual(files["precompress"], sha256(self.binary(arch)), arch)
 
 
 class EmptyRoot(Base):
