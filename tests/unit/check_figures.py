@@ -5,7 +5,7 @@ design pages) and from the C sources (a #define, or the one line that sets it), 
 difference fails, naming both places:
 
     FAIL: cache writer's batch (entries): docs/reference.md says 16384 ("or 16,384 entries are
-          queued"), src/store.c (FLUSH_OPS) says 65536
+          queued"), src/storeint.h (FLUSH_OPS) says 65536
 
 A sentence reworded so that its figure is no longer found fails too ("cannot find ... in
 docs/reference.md"): update the pattern here with the text. Nothing is built or run; only the
@@ -171,17 +171,17 @@ frac1 = lambda m: FRACTIONS[m.group(1)]
 
 # --- the content cache -----------------------------------------------------------
 
-check("cache writer's batch (entries)", "src/store.c (FLUSH_OPS)",
-      lambda: define("src/store.c", "FLUSH_OPS"),
+check("cache writer's batch (entries)", "src/storeint.h (FLUSH_OPS)",
+      lambda: define("src/storeint.h", "FLUSH_OPS"),
       [(REF, r"or ([\d,]+) entries are queued", g1)])
 check("cache writer's batch (share of the queue's budget)", "src/store.c (flush_bytes)",
       lambda: int(code("src/store.c", r"flush_bytes = budget / (\d+)")),
       [(REF, r"commits in batches: when (half|a quarter) of the queue's budget", frac1)])
-check("cache queue (share of the memory limit)", "src/run.c (cache_budget)",
-      lambda: int(code("src/run.c", r"uint64_t b = limit / (\d+);")),
+check("cache queue (share of the memory limit)", "src/setup.c (cache_budget)",
+      lambda: int(code("src/setup.c", r"uint64_t b = limit / (\d+);")),
       [(REF, r"The queue holds at most (half|a quarter) of the memory limit", frac1)])
-check("cache queue (cap)", "src/run.c (cache_budget)",
-      lambda: int(code("src/run.c", r"return b < \(\(uint64_t\)(\d+) << 20\)")) << 20,
+check("cache queue (cap)", "src/setup.c (cache_budget)",
+      lambda: int(code("src/setup.c", r"return b < \(\(uint64_t\)(\d+) << 20\)")) << 20,
       [(REF, r"The queue holds at most \w+(?: \w+)? of the memory limit and (\d+) MiB",
         lambda m: size(m.group(1), "MiB"))])
 check("default --cache-max-size", "src/options.c (cache_max_size)",
@@ -202,15 +202,15 @@ check("store's schema version", "src/storeid.h (PC__STORE_VERSION)",
 check("store's page size", "src/storeid.c (DB_PAGE_SIZE)",
       lambda: int(define("src/storeid.c", "DB_PAGE_SIZE")),
       [(REF, r"on disk \((\d+) KiB pages\)", lambda m: size(m.group(1), "KiB"))])
-check("last use recorded to", "src/store.c (TOUCH_AGE, s)",
-      lambda: define("src/store.c", "TOUCH_AGE"),
+check("last use recorded to", "src/storeint.h (TOUCH_AGE, s)",
+      lambda: define("src/storeint.h", "TOUCH_AGE"),
       [(REF, r"the last hit, recorded to the (hour|minute|day)",
         lambda m: {"minute": 60, "hour": 3600, "day": 86400}[m.group(1)])])
-check("a writer's wait for another's batch", "src/store.c (BUSY_MS)",
-      lambda: define("src/store.c", "BUSY_MS"),
+check("a writer's wait for another's batch", "src/storeid.c (BUSY_MS)",
+      lambda: define("src/storeid.c", "BUSY_MS"),
       [(REF, r"a writer waits up to (\d+) s for another's batch", lambda m: 1000 * number(m.group(1)))])
-check("free pages before a VACUUM", "src/store.c (do_trim)",
-      lambda: int(code("src/store.c", r"free_pages \* (\d+) > pages")),
+check("free pages before a VACUUM", "src/storewrite.c (do_trim)",
+      lambda: int(code("src/storewrite.c", r"free_pages \* (\d+) > pages")),
       [(REF, r"when that leaves (half|a quarter) of the store's pages free", frac1)])
 
 # --- memory ----------------------------------------------------------------------
