@@ -184,11 +184,58 @@ typedef enum pc_action {
   PC_ACT_REMOVE    /* output present but no longer kept: removed */
 } pc_action_t;
 
+/* Delta formats (RFC 9842): brotli and zstd against a dictionary. */
+typedef enum pc_delta_format {
+  PC_DCB = 0,
+  PC_DCZ = 1,
+  PC_NDELTAS = 2
+} pc_delta_format_t;
+
+#define PC_DELTA_BIT(f) (1u << (f))
+
+/* The most --dictionary-from directories a run takes. */
+#define PC_DICT_DIRS_MAX 8
+
+/* 1 when this build writes delta format f: dcz with zstd, dcb with
+ * brotli >= 1.1.
+ */
+PC_EXTERN int pc_delta_available(pc_delta_format_t f);
+
+/* File extension of a delta format without the dot ("dcb", "dcz"). */
+PC_EXTERN const char *pc_delta_ext(pc_delta_format_t f);
+
+/* Why a delta was not kept. */
+typedef enum pc_delta_skip {
+  PC_DSKIP_NONE = 0,  /* kept */
+  PC_DSKIP_RATIO,     /* not small enough beside the best plain output */
+  PC_DSKIP_IDENTICAL, /* the predecessor is the file: nothing to send */
+  PC_DSKIP_WINDOW,    /* the dictionary is over the format's window */
+  PC_DSKIP_LINK,      /* the predecessor is a symlink: never followed */
+  PC_DSKIP_ERROR,     /* the predecessor could not be read (err says why) */
+  PC_DSKIP_MAX_
+} pc_delta_skip_t;
+
+/* "ratio", "identical", "window", "link", "error"; NULL for PC_DSKIP_NONE. */
+PC_EXTERN const char *pc_delta_skip_name(pc_delta_skip_t s);
+
 typedef struct pc_output {
   pc_out_state_t state;
   pc_action_t action;
   uint64_t size; /* compressed size in bytes, when state is KEPT */
 } pc_output_t;
+
+/* One delta of a file (pc_file_t.deltas). */
+typedef struct pc_delta {
+  pc_delta_format_t format;
+  pc_delta_skip_t skip;     /* PC_DSKIP_NONE when kept */
+  int err;                  /* PC_DSKIP_ERROR: the code met reading the
+                               dictionary (counted in totals.errors) */
+  pc_action_t action;       /* what was done to FILE.<id>.ext */
+  uint64_t size;            /* the output's size, when kept */
+  uint32_t from;            /* index in pc_options_t.dict_dirs */
+  const char *dictionary;   /* the predecessor's path below that directory */
+  unsigned char sha256[32]; /* the predecessor's SHA-256 */
+} pc_delta_t;
 
 /* One file's record, passed to on_file. Pointers are valid only during the
  * callback.
@@ -209,6 +256,11 @@ typedef struct pc_file {
   pc_output_t out[PC_FORMATS_MAX]; /* [PC_NFORMATS] and up are unused */
   int alone; /* its encoders' estimate passed the memory limit
                 by itself: it ran with no other file beside it */
+  /* Its deltas against its predecessors (--dictionary-from), ndeltas of
+   * them: one per format and distinct dictionary, kept or not.
+   */
+  const struct pc_delta *deltas;
+  unsigned ndeltas;
 } pc_file_t;
 
 /* Live figures for a progress display. Totals grow while the walk runs. */
@@ -254,6 +306,11 @@ typedef struct pc_totals {
                            themselves */
   const char *err_path; /* when pc_run() returned an error about a name
                            (the manifest's), that name, else NULL */
+  struct {
+    uint64_t files;     /* deltas kept */
+    uint64_t bytes_in;  /* source bytes of those files */
+    uint64_t bytes_out; /* delta bytes kept */
+  } delta[PC_NDELTAS];
 } pc_totals_t;
 
 /* An initializer for a program's totals: `pc_totals_t t = PC_TOTALS_INIT;` */
@@ -370,6 +427,23 @@ typedef struct pc_options {
    * -ENOTDIR, both before any work.
    */
   const char *output_dir;
+
+  /* RFC 9842 deltas (docs/deltas.md): earlier releases' trees, the most
+   * recent first (at most PC_DICT_DIRS_MAX; NULL or 0: no deltas). Each
+   * file gets FILE.<id>.dcb/.dcz against its predecessor in each, where
+   * <id> is the first 16 hex digits of the predecessor's SHA-256.
+   */
+  const char *const *dict_dirs;
+  unsigned n_dict_dirs;
+  /* Name templates that say where a build tool put a content hash
+   * ("[name].[hash:12].[ext]"); NULL or 0: the defaults.
+   */
+  const char *const *dict_names;
+  unsigned n_dict_names;
+  /* PC_DELTA_BIT()s: the delta formats to write; 0 means every one this
+   * build can write (pc_delta_available()).
+   */
+  unsigned deltas;
 } pc_options_t;
 
 /* Fills every field with its default, and `size` with the program's

@@ -130,6 +130,11 @@ int pc__is_temp_name(const char *name);
 /* Index of the output format a name ends with (".gz", ".br", ".zst"), or -1. */
 int pc__output_format_of(const char *name, size_t len);
 
+/* 1 when name[0..len) is a delta output's name, NAME.<16 hex>.dcb or .dcz
+ * (docs/deltas.md); *base_len receives NAME's length.
+ */
+int pc__delta_output_name(const char *name, size_t len, size_t *base_len);
+
 /* The sized structs' rule (precompress.h, "Versions"): 0 when `given` bytes
  * at p can be taken by a library that knows `known` of them; -EINVAL when
  * given is too small to hold the size, -E2BIG when a byte past `known` is

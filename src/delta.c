@@ -190,3 +190,17 @@ int pc__delta_compress(pc__delta_t f, int level, const unsigned char *dict,
     out->len = start; /* nothing half-written */
   return err;
 }
+
+int pc_delta_available(pc_delta_format_t f) {
+  return (f == PC_DCB || f == PC_DCZ) && pc__delta_available((pc__delta_t)f);
+}
+
+const char *pc_delta_ext(pc_delta_format_t f) {
+  return f == PC_DCB ? "dcb" : f == PC_DCZ ? "dcz" : "?";
+}
+
+const char *pc_delta_skip_name(pc_delta_skip_t s) {
+  static const char *const names[PC_DSKIP_MAX_] = {
+      NULL, "ratio", "identical", "window", "link", "error"};
+  return s > PC_DSKIP_NONE && s < PC_DSKIP_MAX_ ? names[s] : NULL;
+}

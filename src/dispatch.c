@@ -19,7 +19,7 @@
 /* A file to compress, into the scheduler's units. Takes ownership of job. */
 static void push_job(pc__run_t *r, pc__job_t *j) {
   j->unit.weight = j->size;
-  j->unit.mem = pc__work_mem(&r->cfg, j->size);
+  j->unit.mem = pc__work_mem(j);
   r->progress.files_total++;
   r->progress.bytes_total += j->size;
   if (pc__sched_add(&r->sched, j) != 0)
@@ -105,6 +105,22 @@ static int out_dir_ok(pc__run_t *r, const pc__entry_t *e) {
   return r->wdir_err;
 }
 
+/* The job's predecessor in each --dictionary-from directory, and the delta
+ * outputs its directory's listing shows beside it (docs/deltas.md).
+ * 0 or -ENOMEM.
+ */
+static int pair(pc__run_t *r, pc__job_t *j, const pc__sel_entry_t *se) {
+  size_t dirlen = se->rel_len > se->len ? se->rel_len - se->len - 1 : 0;
+  unsigned d;
+
+  /* Without deltas too: a file compressed again leaves none of its old
+   * deltas (they decode to its old bytes).
+   */
+  for (d = 0; r->cfg.deltas != 0 && d < r->dicts.ndirs; d++)
+    j->preds[d] = pc__dictset_find(&r->dicts, d, se->rel, dirlen, se->name);
+  return pc__select_old_deltas(se, &j->old_deltas);
+}
+
 /* A regular file (per the listing) that the earlier manifest records and
  * that passes every filter: handed to a worker without a stat, which
  * checks it there (job.h). 1 when it was; *full is then the job's.
@@ -139,6 +155,11 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
   }
   j->prev = p;
   j->absent = absent_of(r, se);
+  if (pair(r, j, se) != 0) {
+    pc__job_free(j);
+    r->fatal = -ENOMEM;
+    return 1;
+  }
   push_job(r, j);
   return 1;
 }
@@ -181,6 +202,11 @@ static void take_source(pc__run_t *r, const pc__entry_t *e,
   }
   j->absent = absent;
   j->skip = why;
+  if (pair(r, j, se) != 0) {
+    pc__job_free(j);
+    r->fatal = -ENOMEM;
+    return;
+  }
   push_job(r, j);
 }
 

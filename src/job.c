@@ -30,6 +30,13 @@ void pc__job_free(pc__job_t *j) {
     pc__job_t *next = j->unit.next;
     free(j->fullpath);
     free(j->res.err_path);
+    free(j->res.deltas);
+    if (j->old_deltas != NULL) {
+      char **n;
+      for (n = j->old_deltas; *n != NULL; n++)
+        free(*n);
+      free(j->old_deltas);
+    }
     free(j);
     j = next;
   }

@@ -32,6 +32,11 @@ typedef struct pc__cfg {
    * The run's (setup.c closes it); jobs open below it.
    */
   int out_fd;
+  /* --dictionary-from: the earlier releases' files (dictset.h), the run's,
+   * and the delta formats to write (PC_DELTA_BIT()s; 0: no deltas).
+   */
+  const struct pc__dictset *dicts;
+  unsigned deltas;
 } pc__cfg_t;
 
 /* A job's place in the schedule (schedule.h), the loop thread's alone.
@@ -74,6 +79,8 @@ typedef struct pc__result {
   int copied;          /* outputs copied from an identical file */
   int cached;          /* every format's result came from the cache */
   unsigned cache_puts; /* entries it stored in the cache */
+  pc_delta_t *deltas;  /* owned: one per format and distinct dictionary */
+  unsigned ndeltas;
 } pc__result_t;
 
 /* One file to compress. A job waits in the run's heap from the walk until
@@ -118,6 +125,13 @@ typedef struct pc__job {
     dev_t dev;
     ino_t ino;
   } seen;
+
+  /* Its predecessor in each --dictionary-from DIR, or NULL (the run's
+   * dictset, read-only), and the delta outputs the walk's listing shows
+   * beside it (owned, NULL-terminated, or NULL): set by the loop thread.
+   */
+  const struct pc__dictfile *preds[PC_DICT_DIRS_MAX];
+  char **old_deltas;
 
   pc__unit_t unit;
   pc__dedup_ref_t dd;

@@ -268,6 +268,48 @@ static int put_output(pc__buf_t *b, int f, const pc_output_t *o) {
   return PUT(b, "}");
 }
 
+/* The "deltas" member (docs/deltas.md): each delta with a pairing, kept
+ * or not; a stale one removed has none and no line.
+ */
+static int put_deltas(pc__buf_t *b, const pc__rec_t *e) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned k, n = 0;
+  int err = 0, i;
+
+  for (k = 0; err == 0 && k < e->ndeltas; k++) {
+    const pc_delta_t *x = &e->deltas[k];
+    char h[2 * sizeof(x->sha256) + 1];
+    if (x->from == UINT32_MAX)
+      continue;
+    for (i = 0; i < (int)sizeof(x->sha256); i++) {
+      h[2 * i] = hex[x->sha256[i] >> 4];
+      h[2 * i + 1] = hex[x->sha256[i] & 15];
+    }
+    h[sizeof(h) - 1] = '\0';
+    if ((err = n++ ? PUT(b, ", ") : PUT(b, ", \"deltas\": [")) != 0 ||
+        (err = PUT(b, "{\"format\": \"")) != 0 ||
+        (err = put_str(b, pc_delta_ext(x->format))) != 0 ||
+        (err = PUT_U64(b, "\", \"from\": ", x->from)) != 0 ||
+        (err = PUT(b, ", \"dictionary\": ")) != 0 ||
+        (err = pc__json_str(b, x->dictionary, strlen(x->dictionary), NULL)) !=
+            0)
+      return err;
+    /* A dictionary that could not be read has no hash to give. */
+    if (x->skip != PC_DSKIP_ERROR && x->skip != PC_DSKIP_LINK &&
+        ((err = PUT(b, ", \"sha256\": \"")) != 0 ||
+         (err = put_str(b, h)) != 0 || (err = PUT(b, "\"")) != 0))
+      return err;
+    if (x->skip == PC_DSKIP_NONE)
+      err = PUT_U64(b, ", \"size\": ", x->size);
+    else if ((err = PUT(b, ", \"skipped\": \"")) == 0 &&
+             (err = put_str(b, pc_delta_skip_name(x->skip))) == 0)
+      err = PUT(b, "\"");
+    if (err == 0)
+      err = PUT(b, "}");
+  }
+  return err != 0 || n == 0 ? err : PUT(b, "]");
+}
+
 /* The members after "size": mtime_ns, skipped, the outputs, error. */
 static int put_rest(pc__buf_t *b, const pc__rec_t *e) {
   int f, err;
@@ -283,6 +325,8 @@ static int put_rest(pc__buf_t *b, const pc__rec_t *e) {
   for (f = 0; f < PC_NFORMATS; f++)
     if ((err = put_output(b, f, &e->out[f])) != 0)
       return err;
+  if (e->ndeltas > 0 && (err = put_deltas(b, e)) != 0)
+    return err;
   if (e->err != 0) {
     const char *msg = e->err_msg != NULL ? e->err_msg : pc_strerror(e->err);
     if ((err = PUT(b, ", \"error\": ")) != 0 ||
@@ -458,6 +502,18 @@ static int put_head(pc__buf_t *b, const pc__mdoc_t *r) {
       return err;
     for (k = 0; k < r->nroots; k++) {
       const char *l = r->labels[k];
+      if ((err = pc__buf_puts(b, k ? ", " : "")) != 0 ||
+          (err = pc__json_str(b, l, strlen(l), NULL)) != 0)
+        return err;
+    }
+    if ((err = pc__buf_puts(b, "],\n")) != 0)
+      return err;
+  }
+  if (r->ndicts > 0) {
+    if ((err = pc__buf_puts(b, "  \"dictionaries\": [")) != 0)
+      return err;
+    for (k = 0; k < r->ndicts; k++) {
+      const char *l = r->dicts[k];
       if ((err = pc__buf_puts(b, k ? ", " : "")) != 0 ||
           (err = pc__json_str(b, l, strlen(l), NULL)) != 0)
         return err;

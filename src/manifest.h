@@ -14,6 +14,7 @@
  *                                   max_ratio, min_size, output_dir (only
  *                                   with --output-dir, DIR as given)
  *    "roots": ["LABEL", ...],       only with more than one root
+ *    "dictionaries": ["DIR", ...],  only with --dictionary-from, as given
  *    "files": [                     sorted by (root, path bytes)
  *      {"root": K,                  only with more than one root
  *       "path": "P",
@@ -22,6 +23,9 @@
  *       "mtime_ns": T,              only when not 0
  *       "skipped": "REASON",        pc_skip_name()
  *       "gz": {"size": N} | {"skipped": "ratio"}, ...  per format written
+ *       "deltas": [{"format": "dcz", "from": K, "dictionary": "P",
+ *                   "sha256": "HEX", "size": N | "skipped": "WHY"}, ...]
+ *                                   with a predecessor (docs/deltas.md)
  *       "error": "MESSAGE"},
  *      ...],
  *    "totals": {...}}               computed from the lines; never read
@@ -54,6 +58,9 @@ typedef struct pc__rec {
   uint64_t size;
   int64_t mtime_ns;
   pc_output_t out[PC_NFORMATS];
+  pc_delta_t *deltas; /* owned (this run's lines only); their dictionary
+                         names are the run's dictset's */
+  unsigned ndeltas;
 } pc__rec_t;
 
 /* What is at a manifest's name before one is written there. */
@@ -73,6 +80,8 @@ typedef struct pc__mdoc {
   pc__rec_t *recs; /* sorted in place */
   size_t nrecs;
   int incomplete;
+  const char *const *dicts; /* --dictionary-from DIRs, as given */
+  unsigned ndicts;
 } pc__mdoc_t;
 
 /* Where pc__manifest_write_doc() writes: a file at `path` (temp + rename,

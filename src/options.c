@@ -1,5 +1,6 @@
 /* Defaults, validation and the names the manifest and the CLI share. */
 #include "common.h"
+#include "dictname.h"
 
 #include <brotli/encode.h>
 #include <stdio.h>
@@ -167,6 +168,42 @@ int pc__options_copy(pc_options_t *full, const pc_options_t *given) {
   return 0;
 }
 
+/* What is wrong with the options of deltas (docs/deltas.md), or NULL. */
+static const char *deltas_check(const pc_options_t *o) {
+  unsigned k, want = o->deltas;
+  int f;
+
+  if (o->dict_dirs == NULL || o->n_dict_dirs > PC_DICT_DIRS_MAX)
+    return "at most " PC__STR(
+        PC_DICT_DIRS_MAX) " --dictionary-from directories";
+  for (k = 0; k < o->n_dict_dirs; k++)
+    if (o->dict_dirs[k] == NULL || o->dict_dirs[k][0] == '\0')
+      return "--dictionary-from needs a directory name";
+  if (o->n_dict_names > 0 && o->dict_names == NULL)
+    return "--dictionary-name needs a template";
+  for (k = 0; k < o->n_dict_names; k++)
+    if (o->dict_names[k] == NULL || pc__dictname_check(o->dict_names[k]) != 0)
+      return "--dictionary-name: a template is [name], then [hash], "
+             "[hash:N] or [b64hash:N] (N 4..64), then [ext] at the end";
+  if ((want >> PC_NDELTAS) != 0)
+    return "no such delta format";
+  for (f = 0; f < PC_NDELTAS; f++)
+    if ((want & PC_DELTA_BIT(f)) && !pc_delta_available((pc_delta_format_t)f))
+      return f == PC_DCB ? "this build cannot write .dcb (it needs brotli 1.1)"
+                         : "this build has no zstd support";
+  if (want == 0 && !pc_delta_available(PC_DCB) && !pc_delta_available(PC_DCZ))
+    return "this build can write no delta (zstd or brotli 1.1 needed)";
+  for (f = 0; f < PC_NDELTAS; f++) {
+    pc_format_t pf = f == PC_DCB ? PC_BR : PC_ZST;
+    const struct level_range *l = level_range(pf, PC_GZIP_ZLIB);
+    if ((want == 0 || (want & PC_DELTA_BIT(f))) &&
+        pc_delta_available((pc_delta_format_t)f) &&
+        (o->level[pf] < l->lo || o->level[pf] > l->hi))
+      return l->bad;
+  }
+  return NULL;
+}
+
 int pc_options_check(const pc_options_t *given, const char **what) {
   pc_options_t full, *o = &full;
   const char *bad = NULL;
@@ -205,6 +242,8 @@ int pc_options_check(const pc_options_t *given, const char **what) {
     else if (o->level[f] < l->lo || o->level[f] > l->hi)
       bad = l->bad;
   }
+  if (bad == NULL && o->n_dict_dirs > 0)
+    bad = deltas_check(o);
   if (what != NULL)
     *what = bad;
   return bad == NULL ? 0 : -EINVAL;
@@ -233,6 +272,11 @@ static void versions_fill(void) {
   if (n > 0 && (size_t)n < sizeof(versions))
     n += snprintf(versions + n, sizeof(versions) - (size_t)n, ", zopfli");
 #endif
+  /* Which RFC 9842 deltas this build writes (docs/deltas.md). */
+  if (n > 0 && (size_t)n < sizeof(versions))
+    n += snprintf(versions + n, sizeof(versions) - (size_t)n, "; deltas:%s%s",
+                  pc_delta_available(PC_DCB) ? " dcb" : "",
+                  pc_delta_available(PC_DCZ) ? " dcz" : " none");
   (void)n;
 }
 
@@ -262,7 +306,27 @@ int pc__is_temp_name(const char *name) {
           (rand[i] >= 'A' && rand[i] <= 'Z') ||
           (rand[i] >= '0' && rand[i] <= '9')))
       return 0;
-  return pc__output_format_of(name + 1, (size_t)(rand - 1 - (name + 1))) >= 0;
+  n = (size_t)(rand - 1 - (name + 1));
+  return pc__output_format_of(name + 1, n) >= 0 ||
+         pc__delta_output_name(name + 1, n, &i);
+}
+
+int pc__delta_output_name(const char *name, size_t len, size_t *base_len) {
+  const size_t tail = 1 + 16 + 4; /* ".<16 hex>.dcz" */
+  const char *id;
+  size_t i;
+
+  if (len < tail + 1 || name[len - 4] != '.' || name[len - 3] != 'd' ||
+      name[len - 2] != 'c' || (name[len - 1] != 'b' && name[len - 1] != 'z'))
+    return 0;
+  id = name + len - tail + 1;
+  if (id[-1] != '.')
+    return 0;
+  for (i = 0; i < 16; i++)
+    if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+      return 0;
+  *base_len = len - tail;
+  return 1;
 }
 
 int pc__output_format_of(const char *name, size_t len) {

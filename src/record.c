@@ -12,6 +12,31 @@ void pc__run_progress(pc__run_t *r) {
     r->opts->on_progress(r->opts->data, &r->progress);
 }
 
+/* A record's deltas in the totals: kept ones by format, the changes, and
+ * a dictionary that could not be read as an error.
+ */
+static void count_deltas(pc_totals_t *t, const pc__rec_t *rec) {
+  unsigned k;
+
+  for (k = 0; k < rec->ndeltas; k++) {
+    const pc_delta_t *d = &rec->deltas[k];
+    /* One error per dictionary, whatever the formats tried on it. */
+    if (d->skip == PC_DSKIP_ERROR &&
+        (k == 0 || rec->deltas[k - 1].from != d->from))
+      t->errors++;
+    if (d->skip == PC_DSKIP_NONE) {
+      t->delta[d->format].files++;
+      t->delta[d->format].bytes_in += rec->size;
+      t->delta[d->format].bytes_out += d->size;
+    }
+    if (d->action == PC_ACT_CREATE || d->action == PC_ACT_REPLACE ||
+        d->action == PC_ACT_REMOVE)
+      t->changes++;
+    if (d->action == PC_ACT_REMOVE)
+      t->removed++;
+  }
+}
+
 /* Counts a finished file, keeps its manifest line, tells the caller. Takes
  * ownership of rec->path.
  */
@@ -36,6 +61,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     if (o->action == PC_ACT_REMOVE)
       t->removed++;
   }
+  count_deltas(t, rec);
   if (rec->err != 0)
     t->failed++;
   else if (rec->unchanged)
@@ -66,6 +92,8 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.err = rec->err;
     file.err_path = err_path;
     memcpy(file.out, rec->out, sizeof(rec->out));
+    file.deltas = rec->deltas;
+    file.ndeltas = rec->ndeltas;
     r->opts->on_file(r->opts->data, &file);
   }
 
@@ -73,11 +101,13 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
       r->cfg.dry_run) {
     if (!rec->borrowed)
       free(rec->path);
+    free(rec->deltas);
     return;
   }
   if (PC__GROW(r->recs, r->nrecs, r->caprecs, 1024) != 0) {
     if (!rec->borrowed)
       free(rec->path);
+    free(rec->deltas);
     r->fatal = -ENOMEM;
     return;
   }
@@ -160,6 +190,16 @@ void pc__record_job(pc__run_t *r, const pc__job_t *j) {
   rec.cached = j->res.cached;
   rec.alone = j->unit.alone;
   memcpy(rec.out, j->res.out, sizeof(rec.out));
+  if (j->res.ndeltas > 0) {
+    size_t n = j->res.ndeltas * sizeof(*rec.deltas);
+    if ((rec.deltas = malloc(n)) == NULL) {
+      free(rec.path);
+      r->fatal = -ENOMEM;
+      return;
+    }
+    memcpy(rec.deltas, j->res.deltas, n);
+    rec.ndeltas = j->res.ndeltas;
+  }
   record(r, &rec, j->fullpath,
          j->res.err_path != NULL ? j->res.err_path : j->fullpath);
 }
@@ -182,6 +222,8 @@ static int write_manifest(pc__run_t *r, const pc__mdest_t *to) {
   d.recs = r->recs;
   d.nrecs = r->nrecs;
   d.incomplete = r->stopping;
+  d.dicts = r->opts->dict_dirs;
+  d.ndicts = r->cfg.deltas != 0 ? r->opts->n_dict_dirs : 0;
   err = pc__manifest_write_doc(&d, to);
   free(labels);
   return err;

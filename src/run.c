@@ -31,7 +31,8 @@
 #define PROGRESS_MS 200
 /* Peak memory of a job (encoders and buffers) on the file alone. */
 static uint64_t job_mem(const pc__run_t *r, const pc__job_t *j) {
-  return pc__work_mem(&r->cfg, j->size);
+  (void)r;
+  return pc__work_mem(j);
 }
 
 /* Into the scheduler; a unit it cannot take is freed and the run ends

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "dedup.h"
+#include "dictset.h"
 #include "job.h"
 #include "manifest.h"
 #include "outdir.h"
@@ -45,9 +46,10 @@ typedef struct pc__run {
   /* Walk. */
   uv_idle_t idle;
   pc__walk_t *walk;
-  pc__prev_t *prev;   /* the earlier manifest's records, or NULL */
-  size_t prev_hint;   /* where the next lookup may be (pc__prev_next) */
-  pc__mold_t man_old; /* what was at the manifest's name at the start */
+  pc__dictset_t dicts; /* --dictionary-from: the earlier releases' files */
+  pc__prev_t *prev;    /* the earlier manifest's records, or NULL */
+  size_t prev_hint;    /* where the next lookup may be (pc__prev_next) */
+  pc__mold_t man_old;  /* what was at the manifest's name at the start */
   int walk_done;
   int cache_kicked;    /* pc__store_kick() called: the run's tail began */
   pc__mirror_t mirror; /* --output-dir: the walk's directory's mirror */

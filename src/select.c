@@ -100,12 +100,54 @@ static int is_own_output(const pc__sel_entry_t *e) {
   char key[NAME_MAX + 1];
   size_t base;
 
-  if (f < 0 || e->ls == NULL || e->len > NAME_MAX)
+  if (e->ls == NULL || e->len > NAME_MAX)
     return 0;
-  base = e->len - strlen(pc_format_ext((pc_format_t)f)) - 1;
+  if (f >= 0)
+    base = e->len - strlen(pc_format_ext((pc_format_t)f)) - 1;
+  else if (!pc__delta_output_name(e->name, e->len, &base))
+    return 0;
   memcpy(key, e->name, base);
   key[base] = '\0';
   return listed(e->ls, key, base, -1); /* FILE sorts before FILE.ext */
+}
+
+int pc__select_old_deltas(const pc__sel_entry_t *e, char ***names) {
+  const pc__listing_t *ls = e->outs != NULL ? e->outs : e->ls;
+  char **v = NULL;
+  size_t lo = 0, hi, n = 0, cap = 0, b;
+  char probe[NAME_MAX + 2];
+
+  *names = NULL;
+  if (ls == NULL || ls->n == 0 || e->len > NAME_MAX)
+    return 0;
+  /* NAME.* sort together, after NAME: from the first name >= "NAME.". */
+  memcpy(probe, e->name, e->len);
+  probe[e->len] = '.';
+  probe[e->len + 1] = '\0';
+  hi = ls->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(ls->names[mid], probe) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < ls->n && strncmp(ls->names[lo], e->name, e->len) == 0 &&
+         ls->names[lo][e->len] == '.';
+       lo++) {
+    const char *nm = ls->names[lo];
+    if (!pc__delta_output_name(nm, strlen(nm), &b) || b != e->len)
+      continue;
+    if (PC__GROW(v, n + 1, cap, 4) != 0 || (v[n] = pc__strdup(nm)) == NULL) {
+      while (n > 0)
+        free(v[--n]);
+      free(v);
+      return -ENOMEM;
+    }
+    v[++n] = NULL;
+  }
+  *names = v;
+  return 0;
 }
 
 unsigned pc__select_absent(const pc__select_t *s, const pc__sel_entry_t *e) {

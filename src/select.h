@@ -144,6 +144,13 @@ int pc__select_in_shard(const pc__select_t *s, const char *rel, size_t len);
  */
 unsigned pc__select_absent(const pc__select_t *s, const pc__sel_entry_t *e);
 
+/* The delta outputs (NAME.<16 hex>.dcb/.dcz) the listing of the entry's
+ * outputs' directory holds for it, as a NULL-terminated array the caller
+ * owns (each name and the array freed), or NULL when none or no listing.
+ * 0 or -ENOMEM.
+ */
+int pc__select_old_deltas(const pc__sel_entry_t *e, char ***names);
+
 /* Why a source of `size` bytes gets no output: PC_SKIP_EMPTY,
  * PC_SKIP_MIN_SIZE, or PC_SKIP_NONE.
  */

@@ -203,8 +203,10 @@ static int open_manifest(pc__run_t *r) {
   }
   for (k = 0; k < r->nroots; k++)
     labels[k] = r->roots[k].label;
-  /* With --force it is only judged: its records are not wanted. */
-  err = pc__prev_parse(o->force ? NULL : &r->prev, &ours,
+  /* With --force it is only judged: its records are not wanted; nor with
+   * deltas, which its records do not cover yet (docs/deltas.md).
+   */
+  err = pc__prev_parse(o->force || r->cfg.deltas != 0 ? NULL : &r->prev, &ours,
                        (const char *)text.data, text.len, &r->cfg.spec, labels,
                        r->nroots, r->jobs, PC__PREV_MIN_PART);
   if (err == -ENOMEM)
@@ -350,6 +352,7 @@ void pc__setup_free(pc__run_t *r) {
     if (!r->recs[i].borrowed)
       free(r->recs[i].path);
     free(r->recs[i].err_msg);
+    free(r->recs[i].deltas);
   }
   free(r->recs);
   for (k = 0; k < r->nroots; k++) {
@@ -362,6 +365,7 @@ void pc__setup_free(pc__run_t *r) {
   free(r->roots);
   pc__select_free(&r->sel);
   pc__prev_free(r->prev);
+  pc__dictset_free(&r->dicts);
   pc__dedup_free(r->cfg.dedup);
   pc__spares_free(r->cfg.spares);
   pc__store_close((pc__store_t *)r->cfg.cache);
@@ -379,6 +383,15 @@ void pc__setup_init(pc__run_t *r, const pc_options_t *opts) {
   r->cfg.follow = opts->follow;
   r->cfg.fsync = opts->fsync;
   r->cfg.out_fd = -1;
+  if (opts->n_dict_dirs > 0) {
+    int f;
+    r->cfg.deltas = opts->deltas;
+    if (opts->deltas == 0) /* every one this build writes */
+      for (f = 0; f < PC_NDELTAS; f++)
+        if (pc_delta_available((pc_delta_format_t)f))
+          r->cfg.deltas |= PC_DELTA_BIT(f);
+  }
+  r->cfg.dicts = &r->dicts;
   r->mirror = (pc__mirror_t)PC__MIRROR_INIT;
   atomic_init(&r->cfg.stop, 0);
   atomic_init(&r->stop_signo, 0);
@@ -420,6 +433,11 @@ int pc__setup_workers(pc__run_t *r) {
   return 0;
 }
 
+/* A --dictionary-from directory, or a part of one, that cannot be listed. */
+static void dict_error(void *ctx, const char *path, int err) {
+  pc__run_error(ctx, path, err);
+}
+
 /* What the walk meets: the filter chain, the roots, the manifest (and the
  * earlier one's records), the cache. A failure about a named file puts
  * its name in totals->err_path.
@@ -446,6 +464,9 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
       totals->err_path = opts->manifest;
     return err;
   }
+  if (r->cfg.deltas != 0 &&
+      (err = pc__dictset_open(&r->dicts, opts, dict_error, r)) != 0)
+    return err;
   if (opts->cache_dir != NULL && (err = open_cache(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->cache_dir;

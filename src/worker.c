@@ -24,6 +24,8 @@
 
 #include "cache.h"
 #include "dedup.h"
+#include "below.h"
+#include "deltajob.h"
 #include "incremental.h"
 #include "linkrule.h"
 #include "settle.h"
@@ -41,8 +43,10 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-uint64_t pc__work_mem(const pc__cfg_t *cfg, uint64_t size) {
-  uint64_t m = 0, in = size < PC__CHUNK ? size : PC__CHUNK;
+uint64_t pc__work_mem(const pc__job_t *j) {
+  const pc__cfg_t *cfg = j->cfg;
+  uint64_t size = j->size;
+  uint64_t m = pc__deltas_mem(j), in = size < PC__CHUNK ? size : PC__CHUNK;
   uint64_t out = size < PC__SPILL ? size : PC__SPILL;
   int f;
 
@@ -58,85 +62,6 @@ uint64_t pc__work_mem(const pc__cfg_t *cfg, uint64_t size) {
                        cfg->spec.gzip_engine, size) +
            2 * out + ((uint64_t)64 << 10);
   return m;
-}
-
-/* The code for a failed open below a directory, from its errno: a symlink
- * met where none may be (ELOOP), or a way out of the tree (EXDEV), means
- * the tree changed since the walk.
- */
-static int beneath_err(int e) {
-  return e == ELOOP || e == EXDEV ? PC_ECHANGED : e > 0 ? -e : -EIO;
-}
-
-/* Opens `dir`, a path below dirfd, O_PATH: through no symlink and not
- * out of dirfd unless --follow made symlinked directories part of the
- * tree. A descriptor, or a negative code.
- */
-/* openat2() where the kernel lacks it (ENOSYS: before Linux 5.6) or a
- * seccomp profile refuses it (EPERM: Docker before 20.10, systemd-nspawn),
- * and where there is none (macOS, the BSDs, -Dportable=true):
- * one component at a time, each O_NOFOLLOW, which is what
- * RESOLVE_NO_SYMLINKS does; `dir` comes from the walk, so it holds no "..".
- * A descriptor (the caller's), or a negative code (beneath_err()).
- */
-static int open_each(int dirfd, const char *dir) {
-  const int flags = PC_O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
-  char part[NAME_MAX + 1];
-  const char *p = dir;
-  int at = dirfd, own = 0; /* `at` is ours to close once we opened it */
-
-  for (;;) {
-    size_t n = strcspn(p, "/");
-    if (n > NAME_MAX) {
-      if (own)
-        close(at);
-      return -ENAMETOOLONG;
-    }
-    if (n > 0) {
-      int next, e;
-      memcpy(part, p, n);
-      part[n] = '\0';
-      next = openat(at, part, flags);
-      e = errno;
-      if (own)
-        close(at);
-      /* A directory at the walk, now a link or a file: as openat2's
-       * ELOOP, the tree changed.
-       */
-      if (next < 0)
-        return beneath_err(e == ENOTDIR ? ELOOP : e);
-      at = next;
-      own = 1;
-    }
-    if (p[n] == '\0') {
-      int fd = own ? at : openat(dirfd, ".", flags);
-      return fd >= 0 ? fd : beneath_err(errno);
-    }
-    p += n + 1;
-  }
-}
-
-/* `dir` below dirfd, as open_each() says, and through any symlink with
- * --follow. A descriptor (the caller's), or a negative code.
- */
-static int open_beneath(const pc__job_t *j, int dirfd, const char *dir) {
-#if PC_HAVE_OPENAT2
-  struct open_how how;
-#endif
-  int fd;
-
-#if PC_HAVE_OPENAT2
-  memset(&how, 0, sizeof(how));
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = j->cfg->follow ? 0 : RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
-  fd = (int)syscall(SYS_openat2, dirfd, dir, &how, sizeof(how));
-  if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-    return fd >= 0 ? fd : beneath_err(errno);
-#endif
-  if (!j->cfg->follow)
-    return open_each(dirfd, dir);
-  fd = openat(dirfd, dir, PC_O_PATH | O_DIRECTORY | O_CLOEXEC);
-  return fd >= 0 ? fd : beneath_err(errno);
 }
 
 /* Opens the directory holding the file into *pdir, below its root and,
@@ -179,7 +104,7 @@ static int open_pdir(const pc__job_t *j, pc__dirfd_t *pdir) {
       *cut = '\0';
       next = cut + 1;
     }
-    fd = open_beneath(j, base.fd, p);
+    fd = pc__open_below(base.fd, p, j->cfg->follow);
     pc__dirfd_close(&base);
     if (fd < 0) {
       err = fd;
@@ -534,6 +459,7 @@ static void finish(pc__work_t *w) {
   if (w->fd >= 0)
     close(w->fd);
   free(w->whole);
+  pc__deltas_free(w);
   for (f = 0; f < PC_NFORMATS; f++) {
     drop(j, &w->fs[f]);
     /* An output settled before the failure is on disk and valid. */
@@ -571,8 +497,10 @@ static void job_run(pc__job_t *j, pc__dirfd_t pdir, pc__dirfd_t *odir) {
   w.pdir = pc__dirfd_borrow(pdir);
   w.odir = odir != NULL ? pc__dirfd_borrow(*odir) : (pc__dirfd_t)PC__DIRFD_NONE;
   if (prepare(&w) == 0 && open_source(&w) == 0 && pc__dedup_step(&w) == 0 &&
-      compress(&w) == 0 && check_unchanged(&w) == 0)
+      compress(&w) == 0 && pc__deltas_make(&w) == 0 && check_unchanged(&w) == 0)
     settle_outputs(&w);
+  if (j->cfg->deltas != 0 || j->old_deltas != NULL)
+    pc__deltas_settle(&w);
   if (odir != NULL && w.odir.own) { /* what the job found or made */
     *odir = w.odir;
     w.odir.own = 0;

@@ -16,9 +16,9 @@
  */
 void pc__work_unit(pc__job_t *head);
 
-/* The most a job on a file of `size` bytes takes at once: its encoders
- * (codec.c's estimates) and its read and output buffers.
+/* The most the job takes at once: its encoders (codec.c's estimates),
+ * its read and output buffers, and its deltas (deltajob.h).
  */
-uint64_t pc__work_mem(const pc__cfg_t *cfg, uint64_t size);
+uint64_t pc__work_mem(const pc__job_t *j);
 
 #endif /* PC_WORKER_H */

@@ -30,6 +30,9 @@ typedef enum opt_id {
   OPT_MEMORY_LIMIT,
   OPT_MANIFEST,
   OPT_OUTPUT_DIR,
+  OPT_DICTIONARY_FROM,
+  OPT_DICTIONARY_NAME,
+  OPT_DELTAS,
   OPT_DRY_RUN,
   OPT_CHECK,
   OPT_QUIET,
@@ -76,6 +79,9 @@ static const opt_def_t opt_table[] = {
     {"memory-limit", 0, 1, OPT_MEMORY_LIMIT},
     {"manifest", 0, 1, OPT_MANIFEST},
     {"output-dir", 0, 1, OPT_OUTPUT_DIR},
+    {"dictionary-from", 0, 1, OPT_DICTIONARY_FROM},
+    {"dictionary-name", 0, 1, OPT_DICTIONARY_NAME},
+    {"deltas", 0, 1, OPT_DELTAS},
     {"dry-run", 'n', 0, OPT_DRY_RUN},
     {"check", 0, 0, OPT_CHECK},
     {"quiet", 'q', 0, OPT_QUIET},
@@ -448,6 +454,32 @@ static cli_status_t apply_output(parser_t *p, const opt_def_t *def,
   return CLI_OK;
 }
 
+/* Applies a delta option (docs/deltas.md); *mine is 0 for any other. */
+static cli_status_t apply_delta(parser_t *p, const opt_def_t *def,
+                                const char *opt, const char *value, int *mine) {
+  cli_args_t *args = p->args;
+  pc_options_t *o = &args->opts;
+
+  switch (def->id) {
+  case OPT_DICTIONARY_FROM: /* the library checks DIR (and at most 8) */
+    args->dicts[o->n_dict_dirs++] = value;
+    o->dict_dirs = args->dicts;
+    break;
+  case OPT_DICTIONARY_NAME:
+    args->dict_names[o->n_dict_names++] = value;
+    o->dict_names = args->dict_names;
+    break;
+  case OPT_DELTAS:
+    if (cli_parse_deltas(value, &o->deltas))
+      return bad_value(args, opt, value, "a list of dcb, dcz");
+    break;
+  default:
+    *mine = 0;
+    break;
+  }
+  return CLI_OK;
+}
+
 /* Applies one option. opt is the spelling used, for messages. */
 static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
                           const char *value) {
@@ -459,6 +491,10 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     return st;
   mine = 1;
   st = apply_work(p, def, opt, value, &mine);
+  if (mine)
+    return st;
+  mine = 1;
+  st = apply_delta(p, def, opt, value, &mine);
   if (mine)
     return st;
   return apply_output(p, def, opt, value);
@@ -612,7 +648,10 @@ cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv) {
   args->paths = calloc(cap, sizeof(*args->paths));
   args->include = calloc(cap, sizeof(*args->include));
   args->exclude = calloc(cap, sizeof(*args->exclude));
-  if (args->paths == NULL || args->include == NULL || args->exclude == NULL)
+  args->dicts = calloc(2 * cap, sizeof(*args->dicts));
+  args->dict_names = args->dicts != NULL ? args->dicts + cap : NULL;
+  if (args->paths == NULL || args->include == NULL || args->exclude == NULL ||
+      args->dicts == NULL)
     return fail(args, CLI_ENOMEM, "out of memory");
 
   for (i = 1; i < argc && status == CLI_OK; i++) {
@@ -644,6 +683,9 @@ void cli_args_free(cli_args_t *args) {
   free(args->paths);
   free(args->include);
   free(args->exclude);
+  free(args->dicts);
+  args->dicts = args->dict_names = NULL;
+  args->opts.dict_dirs = args->opts.dict_names = NULL;
   free(args->skip_ext);
   free(args->skip_buf);
   args->paths = NULL;

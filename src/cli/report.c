@@ -287,6 +287,106 @@ static void json_name_member(const char *key, const char *name) {
   }
 }
 
+/* Deltas (docs/deltas.md): a line on stderr for a dictionary that could
+ * not be read, one per delta with -v, the deltas of a --json-lines line,
+ * and their part of the summaries.
+ */
+static const char *const dir_unknown = "?";
+
+static const char *dir_of(const cli_report_t *r, const pc_delta_t *d) {
+  const pc_options_t *o = &r->args->opts;
+  return d->from < o->n_dict_dirs ? o->dict_dirs[d->from] : dir_unknown;
+}
+
+static void cli_delta_errors(cli_report_t *r, const pc_file_t *f) {
+  unsigned k;
+
+  for (k = 0; k < f->ndeltas; k++) {
+    const pc_delta_t *d = &f->deltas[k];
+    if (d->skip != PC_DSKIP_ERROR || d->format != f->deltas[0].format)
+      continue; /* one line per dictionary, not per format */
+    cli_report_name_msg(r, f->fullpath, "no delta against %s/%s: %s",
+                        dir_of(r, d), d->dictionary, pc_strerror(d->err));
+  }
+}
+
+static void cli_delta_verbose(const cli_report_t *r, const pc_file_t *f) {
+  unsigned k;
+
+  for (k = 0; k < f->ndeltas; k++) {
+    const pc_delta_t *d = &f->deltas[k];
+    const char *ext = pc_delta_ext(d->format);
+    if (d->from == UINT32_MAX) {
+      printf("  %s removed: no pairing gives it now\n", ext);
+    } else if (d->skip == PC_DSKIP_NONE) {
+      printf("  %s %" PRIu64 " against %s/%s\n", ext, d->size, dir_of(r, d),
+             d->dictionary);
+    } else {
+      printf("  %s %s against %s/%s\n", ext, pc_delta_skip_name(d->skip),
+             dir_of(r, d), d->dictionary);
+    }
+  }
+}
+
+static void cli_delta_json(const cli_report_t *r, const pc_file_t *f) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned k;
+  int i;
+
+  (void)r;
+  if (f->ndeltas == 0)
+    return;
+  fputs(",\"deltas\":[", stdout);
+  for (k = 0; k < f->ndeltas; k++) {
+    const pc_delta_t *d = &f->deltas[k];
+    printf("%s{\"format\":\"%s\"", k ? "," : "", pc_delta_ext(d->format));
+    if (d->from != UINT32_MAX) {
+      printf(",\"from\":%" PRIu32 ",\"dictionary\":", d->from);
+      cli_put_json_str(stdout, d->dictionary, strlen(d->dictionary));
+      fputs(",\"sha256\":\"", stdout);
+      for (i = 0; i < (int)sizeof(d->sha256); i++)
+        printf("%c%c", hex[d->sha256[i] >> 4], hex[d->sha256[i] & 15]);
+      fputc('"', stdout);
+    }
+    if (d->skip == PC_DSKIP_NONE)
+      printf(",\"state\":\"kept\",\"size\":%" PRIu64, d->size);
+    else if (d->from != UINT32_MAX)
+      printf(",\"state\":\"%s\"", pc_delta_skip_name(d->skip));
+    printf(",\"action\":\"%s\"}", d->action == PC_ACT_CREATE    ? "create"
+                                  : d->action == PC_ACT_REPLACE ? "replace"
+                                  : d->action == PC_ACT_REFRESH ? "refresh"
+                                  : d->action == PC_ACT_REMOVE  ? "remove"
+                                                                : "none");
+  }
+  fputc(']', stdout);
+}
+
+static void cli_delta_summary(const cli_report_t *r, const pc_totals_t *t,
+                              int json) {
+  char in[32], out[32];
+  int f;
+
+  if (r->args->opts.n_dict_dirs == 0)
+    return;
+  if (json)
+    fputs(",\"deltas\":{", stdout);
+  for (f = 0; f < PC_NDELTAS; f++) {
+    if (json)
+      printf("%s\"%s\":{\"files\":%" PRIu64 ",\"bytes_in\":%" PRIu64
+             ",\"bytes_out\":%" PRIu64 "}",
+             f ? "," : "", pc_delta_ext((pc_delta_format_t)f),
+             t->delta[f].files, t->delta[f].bytes_in, t->delta[f].bytes_out);
+    else if (t->delta[f].files > 0)
+      fprintf(stderr, ", %s %s -> %s (%" PRIu64 " files)",
+              pc_delta_ext((pc_delta_format_t)f),
+              cli_human_bytes(in, sizeof(in), t->delta[f].bytes_in),
+              cli_human_bytes(out, sizeof(out), t->delta[f].bytes_out),
+              t->delta[f].files);
+  }
+  if (json)
+    fputc('}', stdout);
+}
+
 /* --json-lines: one object on one line per file, e.g.
  * {"type":"file","root":"dist","path":"app.js","size":1200,
  *  "mtime_ns":1700000000123456789,"status":"compressed",
@@ -320,6 +420,7 @@ static void json_file_line(cli_report_t *r, const pc_file_t *f) {
     fputs(",\"error\":", stdout);
     cli_put_json_str(stdout, msg, strlen(msg));
   }
+  cli_delta_json(r, f);
   fputs(",\"outputs\":{", stdout);
   for (i = 0; i < PC_NFORMATS; i++) {
     const pc_output_t *o = &f->out[i];
@@ -395,11 +496,14 @@ void cli_report_file(void *data, const pc_file_t *file) {
                         "more than the %s memory limit by themselves",
                         limit_text(lim, sizeof(lim), r->mem.limit));
   }
+  cli_delta_errors(r, file);
   if (a->json_lines)
     json_file_line(r, file);
   /* A failed file has its line on stderr already. */
   if (a->verbose && file->err == 0)
     verbose_line(r, file);
+  if (a->verbose)
+    cli_delta_verbose(r, file);
   if (a->verbose && !a->opts.dry_run)
     removed_lines(r, file);
   if (a->opts.dry_run)
@@ -457,7 +561,9 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
            t->fmt[i].bytes_in, t->fmt[i].bytes_out);
     sep = ",";
   }
-  printf("},\"memory\":{\"limit\":");
+  putchar('}');
+  cli_delta_summary(r, t, 1);
+  printf(",\"memory\":{\"limit\":");
   if (t->mem_limit == PC_MEMORY_UNLIMITED)
     fputs("null", stdout);
   else
@@ -547,6 +653,7 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t, double wall_s) {
             cli_human_bytes(out, sizeof(out), t->fmt[i].bytes_out));
     sep = ", ";
   }
+  cli_delta_summary(r, t, 0);
   if (r->args->verbose && r->args->opts.shard_count != 0)
     fprintf(stderr, "; shard %u/%u (%s)", (unsigned)r->args->opts.shard_index,
             (unsigned)r->args->opts.shard_count,

@@ -142,6 +142,26 @@ int cli_format_from_name(const char *s, size_t len, pc_format_t *f) {
   return -1;
 }
 
+int cli_parse_deltas(const char *value, unsigned *bits) {
+  const char *s = value;
+  unsigned b = 0;
+
+  while (*s != '\0') {
+    size_t len = strcspn(s, ",");
+    if (len == 3 && memcmp(s, "dcb", 3) == 0)
+      b |= PC_DELTA_BIT(PC_DCB);
+    else if (len == 3 && memcmp(s, "dcz", 3) == 0)
+      b |= PC_DELTA_BIT(PC_DCZ);
+    else if (len > 0)
+      return -1;
+    s += len + (s[len] == ',');
+  }
+  if (b == 0)
+    return -1;
+  *bits = b;
+  return 0;
+}
+
 int cli_looks_like_ext(const char *path) {
   size_t n = 0;
 

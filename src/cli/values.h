@@ -41,6 +41,11 @@ int cli_parse_int_range(const char *s, long lo, long hi, long *out);
  */
 int cli_format_from_name(const char *s, size_t len, pc_format_t *f);
 
+/* --deltas LIST: "dcb", "dcz", comma-separated, into PC_DELTA_BIT()s. 0,
+ * or -1 for a name it does not know or no name at all.
+ */
+int cli_parse_deltas(const char *value, unsigned *bits);
+
 /* A user-supplied value of len bytes as quoted in a message, in buf (size
  * bytes, at least 4): control bytes become '?' so the message stays on one
  * line, and a long value is cut with "...". Returns buf.

@@ -7,7 +7,8 @@ _precompress() {
   local opts="--no-gzip --no-brotli --zstd --formats --gzip-level --gzip-engine
     --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
     --exclude --follow --force --fsync --shard --cache-dir --cache-max-size --memory-limit
-    --jobs -j --manifest --output-dir --dry-run -n --check --quiet -q --verbose -v
+    --jobs -j --manifest --output-dir --dictionary-from --dictionary-name --deltas
+    --dry-run -n --check --quiet -q --verbose -v
     --progress --json --json-lines --help -h --version -V"
 
   if [[ $cword -eq 1 && $cur != -* ]]; then
@@ -44,11 +45,14 @@ _precompress() {
     --manifest)
       _filedir json
       return ;;
-    --cache-dir | --output-dir)
+    --deltas)
+      COMPREPLY=($(compgen -W "dcb dcz dcb,dcz" -- "$cur"))
+      return ;;
+    --cache-dir | --output-dir | --dictionary-from)
       _filedir -d
       return ;;
     --max-ratio | --min-size | --skip-ext | --include | --exclude | \
-      --cache-max-size | --memory-limit | --jobs | -j)
+      --cache-max-size | --memory-limit | --jobs | -j | --dictionary-name)
       return ;;
   esac
 

@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""--dictionary-from (RFC 9842 deltas, docs/deltas.md): each file paired with
+its predecessor in an earlier release (same path, or same name once a content
+hash is set aside), FILE.<id>.dcz (and .dcb where the build has brotli 1.1)
+written beside it; every .dcz decoded with the real zstd given the dictionary,
+its header checked (magic, the dictionary's SHA-256); the keep rule against the
+best plain output; identical predecessors get none; stale deltas removed;
+bad dictionaries said and the rest of the run goes on."""
+import sys
+
+sys.dont_write_bytecode = True
+import hashlib
+import json
+import os
+import random
+import subprocess
+
+from pctest import PCTestCase, main, make_world_accessible, read, run, write
+
+os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
+
+DCZ_MAGIC = bytes([0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00])
+DCB_MAGIC = bytes([0xFF, 0x44, 0x43, 0x42])
+
+
+def version_line():
+    return subprocess.run([os.environ["PRECOMPRESS"], "-V"], capture_output=True, text=True).stdout
+
+
+def program(seed, n=3000, edits=15):
+    """A script of n functions; release `seed` changes `edits` of them."""
+    r = random.Random(7)
+    lines = ["function f%d(a, b) { return a * %d + b + '%s'; }" % (i, r.randint(1, 99),
+             "".join(r.choice("abcdefghijklmnop") for _ in range(r.randint(4, 12)))) for i in range(n)]
+    rr = random.Random(seed)
+    for _ in range(edits):
+        k = rr.randrange(n)
+        lines[k] = "function f%d(a, b) { return a - %d; }" % (k, rr.randint(100, 999))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def hashed(name, data, n=12):
+    stem, ext = name.rsplit(".", 1)
+    return "%s.%s.%s" % (stem, hashlib.md5(data).hexdigest()[:n], ext)
+
+
+def make_release(root, seed):
+    """A release as a build tool lays it out: Django- and webpack-hashed names,
+    a Vite-style name, an unhashed file and a file the same in every release."""
+    app = program(seed)
+    vendor = program(seed + 100, n=2000, edits=3)
+    vite = program(seed + 200, n=1500, edits=4)
+    files = {
+        "js/" + hashed("app.js", app): app,
+        "js/" + hashed("vendor.js", vendor, 20): vendor,
+        "assets/index-%sx.js" % hashlib.sha256(vite).hexdigest()[:7].upper(): vite,
+        "css/site.css": program(seed + 300, n=800, edits=2),
+        "js/same.js": b"console.log('the same in every release');\n" * 100,
+    }
+    for rel, data in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        write(os.path.join(root, rel), data)
+    return files
+
+
+def deltas_of(root):
+    out = []
+    for d, _, names in os.walk(root):
+        for n in names:
+            if n.endswith(".dcz") or n.endswith(".dcb"):
+                out.append(os.path.join(d, n))
+    return sorted(out)
+
+
+class Deltas(PCTestCase):
+    def releases(self):
+        r1, r2 = self.path("r1"), self.path("r2")
+        f1, f2 = make_release(r1, 1), make_release(r2, 2)
+        return r1, f1, r2, f2
+
+    def check_dcz(self, path, dict_path, src_path):
+        body = read(path)
+        dict_bytes = read(dict_path)
+        self.assertEqual(body[:8], DCZ_MAGIC, path)
+        self.assertEqual(body[8:40], hashlib.sha256(dict_bytes).digest(), path)
+        # The name carries the first 16 hex digits of that hash.
+        self.assertEqual(path.rsplit(".", 2)[1], hashlib.sha256(dict_bytes).hexdigest()[:16])
+        frame = self.path("frame.zst")
+        write(frame, body[40:])
+        out = subprocess.run(["zstd", "-q", "-d", "-c", "--long=31", "-D", dict_path, frame],
+                             capture_output=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, read(src_path), path)
+
+    def test_pairs_decode_and_keep_rule(self):
+        r1, f1, r2, f2 = self.releases()
+        man = self.path("m.json")
+        r = run(["--zstd", "--json-lines", "--dictionary-from", r1, "--manifest", man, r2])
+        self.assertEqual(r.rc, 0, r)
+        m = json.loads(read(man))
+        self.assertEqual(m["dictionaries"], [r1])
+        by = {e["path"]: e for e in m["files"]}
+        pred = {  # each file of release 2 and its predecessor in release 1
+            next(k for k in f2 if k.startswith("js/app.")): next(k for k in f1 if k.startswith("js/app.")),
+            next(k for k in f2 if k.startswith("js/vendor.")): next(k for k in f1 if k.startswith("js/vendor.")),
+            next(k for k in f2 if k.startswith("assets/")): next(k for k in f1 if k.startswith("assets/")),
+            "css/site.css": "css/site.css",
+            "js/same.js": "js/same.js",
+        }
+        for rel, old in pred.items():
+            d = [x for x in by[rel]["deltas"] if x["format"] == "dcz"]
+            self.assertEqual(len(d), 1, (rel, by[rel]))
+            self.assertEqual(d[0]["dictionary"], old, rel)
+            self.assertEqual(d[0]["from"], 0)
+            self.assertEqual(d[0]["sha256"], hashlib.sha256(f1[old]).hexdigest())
+        self.assertEqual(by["js/same.js"]["deltas"][0]["skipped"], "identical")
+        made = deltas_of(r2)
+        kept = 0
+        for rel, old in pred.items():
+            d = [x for x in by[rel]["deltas"] if x["format"] == "dcz"][0]
+            name = os.path.join(r2, rel) + ".%s.dcz" % d["sha256"][:16]
+            if "size" in d:
+                kept += 1
+                self.assertIn(name, made)
+                self.assertEqual(os.path.getsize(name), d["size"])
+                self.check_dcz(name, os.path.join(r1, old), os.path.join(r2, rel))
+                # The keep rule: at most 0.95 of the best plain output.
+                best = min(by[rel][f]["size"] for f in ("gz", "br", "zst") if "size" in by[rel].get(f, {}))
+                self.assertLessEqual(d["size"] * 100, best * 95, rel)
+                self.assertLess(d["size"] * 20, best, "a delta of a 15-line edit is tiny: %s" % rel)
+            else:
+                self.assertNotIn(name, made)
+        self.assertEqual(kept, 4, by)  # app, vendor, the Vite name, site.css
+        self.assertEqual(len(made), kept)
+        # Same mode and mtime as the source, as every output.
+        for p in made:
+            src = p.rsplit(".", 2)[0]
+            self.assertEqual(os.stat(p).st_mtime_ns, os.stat(src).st_mtime_ns)
+            self.assertEqual(os.stat(p).st_mode, os.stat(src).st_mode)
+        # --json-lines says what the manifest says.
+        lines = [json.loads(l) for l in r.out.splitlines() if l.startswith("{")]
+        summary = [l for l in lines if l.get("type") == "summary"][0]
+        self.assertEqual(summary["deltas"]["dcz"]["files"], kept)
+        self.assertEqual(summary["deltas"]["dcz"]["bytes_out"], sum(os.path.getsize(p) for p in made))
+
+    def test_dcb_where_built(self):
+        r1, f1, r2, f2 = self.releases()
+        have = " dcb" in version_line()
+        r = run(["--deltas", "dcb", "--dictionary-from", r1, r2])
+        if not have:
+            self.assertEqual(r.rc, 2, r)
+            self.assertIn("brotli 1.1", r.err)
+            return
+        self.assertEqual(r.rc, 0, r)
+        made = deltas_of(r2)
+        self.assertTrue(made and all(p.endswith(".dcb") for p in made), made)
+        for p in made:
+            body = read(p)
+            self.assertEqual(body[:4], DCB_MAGIC)
+
+    def test_stale_deltas_go(self):
+        r1, f1, r2, f2 = self.releases()
+        self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)
+        before = deltas_of(r2)
+        self.assertTrue(before)
+        # The pairing goes: against a release with none of these files.
+        empty = self.path("r0")
+        os.makedirs(empty)
+        r = run(["-v", "--dictionary-from", empty, r2])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(deltas_of(r2), [])
+        self.assertIn("removed", r.out)
+        # A file changed and compressed again without --dictionary-from loses
+        # its deltas too: they would decode to its old bytes.
+        self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)
+        app = next(p for p in deltas_of(r2) if "/app." in p)
+        src = app.rsplit(".", 2)[0]
+        with open(src, "ab") as f:
+            f.write(b"// changed\n")
+        self.assertEqual(run([r2]).rc, 0)
+        self.assertFalse(os.path.exists(app))
+        # A delta output is never compressed itself.
+        self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)
+        for p in deltas_of(r2):
+            self.assertFalse(os.path.exists(p + ".gz"), p)
+
+    def test_bad_dictionaries(self):
+        r1, f1, r2, f2 = self.releases()
+        # A missing directory: one line, the rest of the run goes on (exit 1).
+        r = run(["--dictionary-from", self.path("nowhere"), "--dictionary-from", r1, r2])
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("nowhere", r.err)
+        self.assertTrue(deltas_of(r2))
+        self.assertTrue(os.path.exists(os.path.join(r2, "css/site.css.gz")))
+        # A predecessor that is a symlink (here out of the release) is never read.
+        secret = self.path("secret.css")
+        write(secret, read(os.path.join(r2, "css/site.css")))
+        os.unlink(os.path.join(r1, "css/site.css"))
+        os.symlink(secret, os.path.join(r1, "css/site.css"))
+        man = self.path("m.json")
+        r = run(["--dictionary-from", r1, "--manifest", man, r2])
+        self.assertEqual(r.rc, 0, r)
+        e = [x for x in json.loads(read(man))["files"] if x["path"] == "css/site.css"][0]
+        self.assertEqual(e["deltas"][0]["skipped"], "link")
+        self.assertNotIn("sha256", e["deltas"][0])
+        # Usage errors: more than 8 directories, a bad template, an unknown format.
+        self.assertEqual(run(sum([["--dictionary-from", r1]] * 9, []) + [r2]).rc, 2)
+        self.assertEqual(run(["--dictionary-from", r1, "--dictionary-name", "[hash].[ext]", r2]).rc, 2)
+        self.assertEqual(run(["--dictionary-from", r1, "--deltas", "dcx", r2]).rc, 2)
+
+    def test_unreadable_dictionary(self):
+        r1, f1, r2, f2 = self.releases()
+        self.use_nobody()
+        make_world_accessible(r1)
+        make_world_accessible(r2)
+        os.chmod(os.path.join(r1, "css/site.css"), 0)
+        man = self.path("m.json")
+        r = run(["--dictionary-from", r1, "--manifest", man, r2], as_nobody=True)
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("no delta against", r.err)
+        self.assertIn("site.css", r.err)
+        e = [x for x in json.loads(read(man))["files"] if x["path"] == "css/site.css"][0]
+        self.assertEqual(e["deltas"][0]["skipped"], "error")
+        self.assertIn("gz", e)  # its plain outputs stand
+        self.assertTrue(any("/app." in p for p in deltas_of(r2)))
+
+
+if __name__ == "__main__":
+    main()
