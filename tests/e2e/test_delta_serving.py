@@ -34,6 +34,11 @@ script computes. The flags it needs: --headless --no-sandbox (root) --disable-gp
 --disable-quic --no-first-run --disable-background-networking --disable-component-update
 --disable-sync; nothing else (no feature flag: Chromium >= 130 has the feature on; the page is
 http://127.0.0.1:PORT/, a secure context). Skipped, saying so, without nginx, zstd or chromium.
+
+GeneratedConfig: server-config's output for a manifest written here (one map entry per
+dictionary, the name templates' match patterns, names it cannot write left out and counted, a
+type per extension with deltas; nginx -t accepts it) and its refusals (not JSON, not a manifest,
+a missing file: exit 1; a bad --location, --part or server: exit 2), nothing on stdout then.
 """
 import sys
 
@@ -344,6 +349,82 @@ class DeltaServing(PCTestCase):
             self.assertEqual(hits[0][3], "200", logs[2])
         print("chromium took %s" % ", ".join("%s as %s" % (l[0], l[2]) for l in logs[2]))
 
+
+class GeneratedConfig(PCTestCase):
+    """What server-config prints for a manifest written here, and its refusals: one map entry
+    per dictionary, the templates' match patterns, the names it cannot write left out and
+    counted, and a configuration nginx -t accepts."""
+
+    def manifest(self, files, name="m.json"):
+        path = self.path(name)
+        write(path, json.dumps({"precompress": 1, "options": {"formats": ["gz"]},
+                                "files": files}).encode())
+        return path
+
+    def test_entries(self):
+        sha_a, sha_b = "ab" * 32, "cd" * 32
+        delta = lambda sha: {"format": "dcz", "from": 0, "dictionary": "x", "sha256": sha, "size": 9}
+        m = self.manifest([
+            {"path": "js/app.3f2a9c1e4b7d.js", "size": 9, "deltas": [delta(sha_a)]},
+            {"path": "js/vendor.0123abcd.js", "size": 9, "deltas": [delta(sha_a), delta(sha_b)]},
+            {"path": "app-BfH3k9Qz.css", "size": 9, "deltas": [delta(sha_b)]},
+            {"path": "my-element.mjs", "size": 9, "deltas": [delta(sha_b)]},
+            {"path": "logo.png", "size": 9, "skipped": "extension"},
+            {"path": "broken.js", "size": 9, "error": "Permission denied"},
+            {"path": "a b.js", "size": 9}, {"path": "odd$name.js", "size": 9},
+            {"path": "Case.js", "size": 9}, {"path": "case.js", "size": 9},
+        ])
+        r = run(["server-config", "nginx", "--part", "http", "--location", "/s/", m])
+        self.assertEqual(r.rc, 0, r)
+        for b in (bytes.fromhex(sha_a), bytes.fromhex(sha_b)):
+            line = '":%s:" "%s";' % (base64.b64encode(b).decode(), b.hex()[:16])
+            self.assertEqual(r.out.count(line), 1, r.out)
+        uad = [l.strip() for l in r.out.splitlines() if "match=" in l]
+        self.assertEqual(sorted(uad), sorted([
+            '"/s/app-BfH3k9Qz.css" "match=\\"/s/app-*.css\\"";',
+            '"/s/Case.js" "match=\\"/s/Case.js\\"";',
+            '"/s/js/app.3f2a9c1e4b7d.js" "match=\\"/s/js/app.*.js\\"";',
+            '"/s/js/vendor.0123abcd.js" "match=\\"/s/js/vendor.*.js\\"";',
+            '"/s/my-element.mjs" "match=\\"/s/my-element.mjs\\"";']), r.out)
+        self.assertIn("# 3 files left out", r.out)
+        r2 = run(["server-config", "nginx", "--part", "location", "--location", "/s/", m])
+        self.assertEqual(r2.rc, 0, r2)
+        self.assertIn("location ^~ /s/ {", r2.out)
+        self.assertIn("types { application/javascript js dcb dcz; }", r2.out)
+        self.assertIn("types { text/css css dcb dcz; }", r2.out)
+        self.assertIn("# 1 files with deltas of a type not known here", r2.out)
+        nginx = find_binary("nginx")
+        if not nginx:
+            self.skipTest("nginx not found: the configuration not checked by nginx -t")
+        write(self.path("http.conf"), r.out.encode())
+        write(self.path("loc.conf"), r2.out.encode())
+        write(self.path("nginx.conf"), (
+            "pid %(d)s/nginx.pid; error_log %(d)s/error.log; events {}\n"
+            "http { include /etc/nginx/mime.types; include %(d)s/http.conf;\n"
+            "server { listen 127.0.0.1:%(p)d; root %(d)s; include %(d)s/loc.conf; } }\n"
+            % {"d": self.tmp, "p": free_port()}).encode())
+        p = subprocess.run([nginx, "-t", "-p", self.tmp + "/", "-c", self.path("nginx.conf"),
+                            "-e", self.path("error.log")], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        self.assertEqual(p.returncode, 0, p.stdout.decode(errors="replace"))
+
+    def test_refusals(self):
+        good = self.manifest([{"path": "a.js", "size": 1}])
+        write(self.path("bad.json"), b"{not json")
+        write(self.path("other.json"), b'{"precompress": 2, "files": []}')
+        for args, rc, said in (
+                (["nginx", "--part", "http", self.path("bad.json")], 1, "invalid JSON"),
+                (["nginx", "--part", "http", self.path("other.json")], 1,
+                 "not a precompress manifest"),
+                (["nginx", "--part", "http", self.path("none.json")], 1, "No such file"),
+                (["nginx", "--part", "http", "--location", "static/", good], 2, "--location"),
+                (["nginx", "--part", "http", "--location", "/a b/", good], 2, "--location"),
+                (["nginx", "--part", "server", good], 2, "usage"),
+                (["apache", "--part", "http", good], 2, "usage"),
+                (["nginx", good], 2, "usage")):
+            r = run(["server-config"] + args)
+            self.assertEqual((r.rc, r.out), (rc, ""), (args, r))
+            self.assertIn(said, r.err, (args, r))
 
 if __name__ == "__main__":
     main()
