@@ -567,6 +567,27 @@ PC_EXTERN int pc_merge_manifests_write(int (*put)(void *data, const void *buf,
                                        void *data, const char *const *in,
                                        size_t nin, size_t *bad);
 
+/* Which server configuration pc_server_config() writes. */
+typedef enum pc_conf {
+  PC_CONF_NGINX_HTTP = 1,    /* nginx: the maps, for http {} */
+  PC_CONF_NGINX_LOCATION = 2 /* nginx: `location ^~ PREFIX`, for server {} */
+} pc_conf_t;
+
+/* Writes to `put`, in blocks, once the whole manifest at `manifest` has
+ * been read, a server configuration that serves the dictionary-compressed
+ * outputs (.dcb, .dcz) its "deltas" list with the right Content-Encoding,
+ * Content-Type and Vary, and offers each file it lists as compressed as a
+ * dictionary (Use-As-Dictionary), the files being served at the URL
+ * `prefix` + their path (`prefix` begins and ends with '/'). Returns 0,
+ * PC_EBADMANIFEST (not JSON), PC_ENOTMANIFEST (JSON, not a manifest),
+ * -EINVAL (a bad kind or prefix), -ENOMEM, an error reading the manifest,
+ * or the first non-zero return of `put`.
+ */
+PC_EXTERN int pc_server_config(int (*put)(void *data, const void *buf,
+                                          size_t len),
+                               void *data, const char *manifest, pc_conf_t kind,
+                               const char *prefix);
+
 /* Validates options without running. Returns 0 or -EINVAL; *what, when not
  * NULL, receives a static phrase naming the bad field.
  */

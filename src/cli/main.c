@@ -354,6 +354,47 @@ static int merge_main(int argc, char **argv) {
   return EXIT_FAILED;
 }
 
+/* precompress server-config nginx --part http|location [--location PREFIX]
+ * MANIFEST: the nginx include that serves the manifest's .dcb/.dcz outputs
+ * (pc_server_config(); docs/deltas.md, "Serving"), on standard output.
+ */
+static int server_config_main(int argc, char **argv) {
+  const char *prefix = "/", *part = NULL, *manifest = NULL;
+  int i, err, kind = 0;
+
+  for (i = 3; i < argc; i++) {
+    if (strcmp(argv[i], "--location") == 0 && i + 1 < argc)
+      prefix = argv[++i];
+    else if (strcmp(argv[i], "--part") == 0 && i + 1 < argc)
+      part = argv[++i];
+    else if (argv[i][0] != '-' && manifest == NULL)
+      manifest = argv[i];
+    else
+      manifest = NULL, i = argc + 1;
+  }
+  if (part != NULL)
+    kind = strcmp(part, "http") == 0       ? PC_CONF_NGINX_HTTP
+           : strcmp(part, "location") == 0 ? PC_CONF_NGINX_LOCATION
+                                           : 0;
+  if (argc < 3 || strcmp(argv[2], "nginx") != 0 || i > argc || kind == 0 ||
+      manifest == NULL) {
+    cli_report_msg(NULL, "usage: precompress server-config nginx --part "
+                         "http|location [--location URL] MANIFEST");
+    return EXIT_USAGE;
+  }
+  err = pc_server_config(write_stdout, NULL, manifest, (pc_conf_t)kind, prefix);
+  if (err == -EINVAL) {
+    cli_report_msg(NULL, "--location: a URL path that begins and ends with "
+                         "'/', of letters, digits and -._~!&,;=@'");
+    return EXIT_USAGE;
+  }
+  if (err != 0 && !(stdout_gone || err == stdout_err))
+    cli_report_name_msg(NULL, manifest, "%s", pc_strerror(err));
+  else if (err != 0)
+    report_error(NULL, NULL, err);
+  return finish_stdout(err == 0 ? EXIT_OK : EXIT_FAILED);
+}
+
 /* Before 0.9 (numbered 1.1.0 then) the cache was a tree of entry files
  * under DIR/v1; the store (DIR/cache.sqlite) does not read it. Said once,
  * and left for the user to remove: deleting a tree recursively is not a
@@ -534,6 +575,8 @@ int main(int argc, char **argv) {
 
   if (argc > 1 && strcmp(argv[1], "merge-manifests") == 0)
     return merge_main(argc, argv);
+  if (argc > 1 && strcmp(argv[1], "server-config") == 0)
+    return server_config_main(argc, argv);
   if (!prepare(&args, argc, argv, &status))
     status = run(&args, start_ns);
   status = finish_stdout(status);

@@ -12,10 +12,23 @@ _precompress() {
     --progress --json --json-lines --help -h --version -V"
 
   if [[ $cword -eq 1 && $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "merge-manifests" -- "$cur"))
+    COMPREPLY=($(compgen -W "merge-manifests server-config" -- "$cur"))
   fi
   if [[ ${words[1]} == merge-manifests ]]; then
     _filedir json
+    return
+  fi
+  if [[ ${words[1]} == server-config ]]; then
+    case $prev in
+      server-config) COMPREPLY=($(compgen -W "nginx" -- "$cur")) ;;
+      --part) COMPREPLY=($(compgen -W "http location" -- "$cur")) ;;
+      --location) ;;
+      *) if [[ $cur == -* ]]; then
+           COMPREPLY=($(compgen -W "--part --location" -- "$cur"))
+         else
+           _filedir json
+         fi ;;
+    esac
     return
   fi
 

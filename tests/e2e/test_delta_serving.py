@@ -1,0 +1,430 @@
+#!/usr/bin/python3
+"""End to end, issue 22: dictionary-compressed outputs (RFC 9842 .dcz, .dcb) served by a real
+nginx configured with `precompress server-config nginx`, requested by http.client and taken by a
+real browser (Debian's chromium, headless).
+
+A two-release site is built here: release 1 and release 2 each have index.html, which loads
+static/app.<12 hex>.js and static/style.<12 hex>.css (Django's hashed names), and release 2's
+script computes a different result that it writes into the page. Each release is compressed by
+precompress (its .gz and .br and a manifest). Release 2 gets its deltas against release 1:
+
+  - with `precompress --dictionary-from` when `precompress --help` lists it (issue 22's core);
+  - else made here, until main has the feature (this path goes then): `zstd -19
+    --patch-from=DICT`, prefixed with the 8 bytes 5E 2A 4D 18 20 00 00 00 and the
+    dictionary's SHA-256 (RFC 9842 section 4: dcz is exactly that), named
+    FILE.<first 16 hex of the SHA-256>.dcz, and listed in the manifest's "deltas" as
+    docs/deltas.md says. No .dcb then: Debian 12's brotli CLI (1.0.9) has no dictionaries.
+
+nginx serves one release at a time on one port (the browser's dictionaries belong to the
+origin), its http {} including `server-config nginx --part http` and its server {}
+`--part location --location /static/`, `expires 1h` for the static files (Cache-Control:
+max-age=3600, without which the browser keeps no dictionary) and no caching of the page.
+
+test_nginx_serves_deltas (release 2, http.client, no decoding): with Accept-Encoding "dcb,
+dcz, br, gzip" and Available-Dictionary of release 1's file, the delta (Content-Encoding,
+Content-Type of the file, Vary: Accept-Encoding, Available-Dictionary), which decodes with
+`zstd -d -D DICT` past its 40-byte header to release 2's file; without Available-Dictionary, or
+with dcz refused, or with a dictionary the server does not have, .gz; without Accept-Encoding,
+the file itself; Use-As-Dictionary: match="/static/app.*.js" on every answer for the file.
+
+test_chromium_takes_deltas: chromium loads release 1's page, then (the same --user-data-dir,
+a second process) release 2's: the access log shows Available-Dictionary sent and dcz (or
+dcb) answered for release 2's script and style, and the dumped DOM shows what release 2's
+script computes. The flags it needs: --headless --no-sandbox (root) --disable-gpu
+--disable-quic --no-first-run --disable-background-networking --disable-component-update
+--disable-sync; nothing else (no feature flag: Chromium >= 130 has the feature on; the page is
+http://127.0.0.1:PORT/, a secure context). Skipped, saying so, without nginx, zstd or chromium.
+
+GeneratedConfig: server-config's output for a manifest written here (one map entry per
+dictionary, the name templates' match patterns, names it cannot write left out and counted, a
+type per extension with deltas; nginx -t accepts it) and its refusals (not JSON, not a manifest,
+a missing file: exit 1; a bad --location, --part or server: exit 2), nothing on stdout then.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+
+import base64
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import unittest
+
+from pctest import PCTestCase, main, read, run, write
+from test_serving import Server, find_binary, free_port
+
+MAGIC_DCZ = bytes.fromhex("5e2a4d1820000000")
+MAGIC_DCB = bytes.fromhex("ff444342")
+ACCEPT_ALL = "dcb, dcz, br, gzip"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"]
+LOG_FORMAT = "$request_uri|$http_available_dictionary|$sent_http_content_encoding|$status"
+
+NUMBERS = [(i * 7919) % 1000 for i in range(6000)]
+
+
+def script(release):
+    """Release N's script: a data table (the bulk the delta saves) and a sum it writes."""
+    table = ",".join(str(n) for n in NUMBERS)
+    return ("// release %d\nvar DATA = [%s];\n"
+            "function total(k) { var s = 0; for (var i = 0; i < DATA.length; i++) s += DATA[i] * k;"
+            " return s; }\n"
+            "document.getElementById('out').textContent = 'release %d computes ' + total(%d);\n"
+            % (release, table, release, release * 3 + 1)).encode()
+
+
+def expected_text(release):
+    return "release %d computes %d" % (release, sum(NUMBERS) * (release * 3 + 1))
+
+
+def style(release):
+    rules = "".join(".c%d { color: #%06x; margin: %dpx; }\n" % (i, (i * 4099) & 0xffffff, i % 17)
+                    for i in range(1500))
+    return ("/* release %d */\nbody { background: #%s; }\n%s"
+            % (release, "fff" if release == 1 else "eee", rules)).encode()
+
+
+def hashed(name, data):
+    stem, ext = name.rsplit(".", 1)
+    return "%s.%s.%s" % (stem, hashlib.md5(data).hexdigest()[:12], ext)
+
+
+def sha256(data):
+    return hashlib.sha256(data).digest()
+
+
+def core_has_deltas():
+    """Whether precompress itself writes deltas (issue 22's core, on main): --help lists
+    --dictionary-from."""
+    r = run(["--help"])
+    return "--dictionary-from" in r.out
+
+
+class Nginx(Server):
+    """nginx with the generated include, on a port given (one origin for both releases)."""
+    name = "nginx"
+
+    def __init__(self, test, site, work, binary, port, http_inc, loc_inc):
+        super().__init__(test, site, work)
+        self.port = port
+        self.binary = binary
+        self.conf = os.path.join(work, "nginx.conf")
+        self.error_log = os.path.join(work, "error.log")
+        self.access_log = os.path.join(work, "access.log")
+        os.makedirs(os.path.join(work, "tmp"), exist_ok=True)
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        tmp = os.path.join(work, "tmp")
+        with open(self.conf, "w") as f:
+            f.write("""%(user)sdaemon off;
+master_process on;
+worker_processes 1;
+pid %(w)s/nginx.pid;
+error_log %(w)s/error.log info;
+events { worker_connections 64; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    log_format pc '%(fmt)s';
+    access_log %(w)s/access.log pc;
+    client_body_temp_path %(tmp)s;
+    proxy_temp_path %(tmp)s;
+    fastcgi_temp_path %(tmp)s;
+    uwsgi_temp_path %(tmp)s;
+    scgi_temp_path %(tmp)s;
+    include %(http)s;
+    server {
+        listen 127.0.0.1:%(port)d;
+        server_name localhost;
+        root "%(site)s";
+        expires 1h;
+        location / {
+            expires off;
+            add_header Cache-Control "no-store";
+        }
+        include %(loc)s;
+    }
+}
+""" % {"user": user, "w": work, "tmp": tmp, "fmt": LOG_FORMAT, "http": http_inc, "loc": loc_inc,
+                "port": port, "site": site})
+
+    def command(self):
+        return [self.binary, "-p", self.work + "/", "-c", self.conf, "-e", self.error_log]
+
+    def log_lines(self):
+        """The access log: (uri, available_dictionary, content_encoding, status) per request."""
+        with open(self.access_log) as f:
+            return [tuple(line.rstrip("\n").split("|")) for line in f if line.strip()]
+
+
+class DeltaServing(PCTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.nginx = find_binary("nginx")
+        if not self.nginx:
+            self.skipTest("nginx not found (apt-get install nginx)")
+        if not shutil.which("zstd"):
+            self.skipTest("the zstd CLI not found (apt-get install zstd)")
+        os.chmod(self.tmp, 0o755)
+        self.port = free_port()
+        self.files = {}  # (release, "app.js") -> (name, bytes)
+        for rel in (1, 2):
+            root = self.path("r%d" % rel)
+            os.makedirs(os.path.join(root, "static"))
+            names = {}
+            for name, data in (("app.js", script(rel)), ("style.css", style(rel))):
+                h = hashed(name, data)
+                write(os.path.join(root, "static", h), data)
+                self.files[(rel, name)] = (h, data)
+                names[name] = h
+            write(os.path.join(root, "index.html"), (
+                "<!doctype html><html><head><link rel=stylesheet href=\"/static/%s\"></head>"
+                "<body><p id=out>no script ran</p><script src=\"/static/%s\"></script></body></html>\n"
+                % (names["style.css"], names["app.js"])).encode())
+        self.compress(1)
+        self.compress(2, dictionary_from=self.path("r1", "static"))
+
+    def compress(self, release, dictionary_from=None):
+        """precompress over release N's static/, its manifest, and (release 2) the deltas."""
+        static = self.path("r%d" % release, "static")
+        manifest = self.path("manifest%d.json" % release)
+        args = ["-q", "--manifest", manifest]
+        core = dictionary_from is not None and core_has_deltas()
+        if core:
+            args += ["--dictionary-from", dictionary_from]
+        r = run(args + [static])
+        self.assertEqual(r.rc, 0, r)
+        if dictionary_from is not None and not core:
+            # The hand-made deltas: goes once main has --dictionary-from.
+            self.hand_made_deltas(static, dictionary_from, manifest)
+        self.manifests = getattr(self, "manifests", {})
+        self.manifests[release] = manifest
+
+    def hand_made_deltas(self, static, dict_dir, manifest):
+        with open(manifest) as f:
+            m = json.load(f)
+        m["dictionaries"] = [dict_dir]
+        for entry in m["files"]:
+            name = entry["path"]
+            key = re.sub(r"\.[0-9a-f]{12}\.", ".", name)
+            old = [n for n in os.listdir(dict_dir) if re.sub(r"\.[0-9a-f]{12}\.", ".", n) == key]
+            self.assertEqual(len(old), 1, (name, old))
+            dict_path = os.path.join(dict_dir, old[0])
+            digest = sha256(read(dict_path))
+            frame = self.path("frame.zst")
+            p = subprocess.run(["zstd", "-q", "-f", "-19", "--patch-from=" + dict_path,
+                                os.path.join(static, name), "-o", frame],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out = MAGIC_DCZ + digest + read(frame)
+            write(os.path.join(static, "%s.%s.dcz" % (name, digest.hex()[:16])), out)
+            entry["deltas"] = [{"format": "dcz", "from": 0, "dictionary": old[0],
+                                "sha256": digest.hex(), "size": len(out)}]
+        with open(manifest, "w") as f:
+            json.dump(m, f)
+
+    def serve(self, release):
+        """nginx serving release N from its generated include, on self.port."""
+        work = self.path("nginx%d" % release)
+        os.mkdir(work)
+        incs = []
+        for part in ("http", "location"):
+            r = run(["server-config", "nginx", "--part", part, "--location", "/static/",
+                     self.manifests[release]])
+            self.assertEqual(r.rc, 0, r)
+            inc = os.path.join(work, part + ".conf")
+            write(inc, r.out.encode())
+            incs.append(inc)
+        server = Nginx(self, self.path("r%d" % release), work, self.nginx, self.port, *incs)
+        server.start()
+        return server
+
+    def get(self, path, headers):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.putrequest("GET", path, skip_accept_encoding=True)
+            for k, v in headers.items():
+                conn.putheader(k, v)
+            conn.endheaders()
+            resp = conn.getresponse()
+            body = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+        finally:
+            conn.close()
+
+    def decode_delta(self, body, dictionary):
+        """A .dcz body past its header, decoded with the dictionary by the zstd CLI."""
+        self.assertEqual(body[:8], MAGIC_DCZ)
+        self.assertEqual(body[8:40], sha256(dictionary))
+        d, f = self.path("dict.bin"), self.path("body.zst")
+        write(d, dictionary)
+        write(f, body[40:])
+        p = subprocess.run(["zstd", "-q", "-d", "-c", "--long=27", "-D", d, f],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_nginx_serves_deltas(self):
+        self.serve(2)
+        for name, ctype in (("app.js", "application/javascript"), ("style.css", "text/css")):
+            with self.subTest(name):
+                new, new_data = self.files[(2, name)]
+                old_data = self.files[(1, name)][1]
+                url = "/static/" + new
+                avail = ":%s:" % base64.b64encode(sha256(old_data)).decode()
+                match = 'match="/static/%s.*.%s"' % tuple(name.split("."))
+                st, h, body = self.get(url, {"Accept-Encoding": ACCEPT_ALL,
+                                             "Available-Dictionary": avail})
+                self.assertEqual(st, 200)
+                self.assertIn(h.get("content-encoding"), ("dcz", "dcb"), h)
+                self.assertEqual(h.get("content-type"), ctype)
+                vary = [v.strip().lower() for v in h.get("vary", "").split(",")]
+                self.assertIn("accept-encoding", vary, h)
+                self.assertIn("available-dictionary", vary, h)
+                self.assertEqual(h.get("use-as-dictionary"), match)
+                self.assertLess(len(body), len(new_data) // 10)
+                if h["content-encoding"] == "dcz":
+                    self.assertEqual(self.decode_delta(body, old_data), new_data)
+                else:  # no brotli 1.1 decoder here: the header at least
+                    self.assertEqual(body[:4], MAGIC_DCB)
+                    self.assertEqual(body[4:36], sha256(old_data))
+                gz = read(self.path("r2", "static", new + ".gz"))
+                for headers, why in (
+                        ({"Accept-Encoding": ACCEPT_ALL}, "no Available-Dictionary"),
+                        ({"Accept-Encoding": "dcb;q=0, dcz;q=0, gzip", "Available-Dictionary": avail},
+                         "the delta codings refused"),
+                        ({"Accept-Encoding": ACCEPT_ALL,
+                          "Available-Dictionary": ":%s:" % base64.b64encode(b"\1" * 32).decode()},
+                         "a dictionary the server has no delta for")):
+                    st, h, body = self.get(url, headers)
+                    self.assertEqual((st, h.get("content-encoding")), (200, "gzip"), why)
+                    self.assertEqual(body, gz, why)
+                    self.assertEqual(h.get("use-as-dictionary"), match, why)
+                st, h, body = self.get(url, {})
+                self.assertEqual((st, h.get("content-encoding"), body), (200, None, new_data))
+                self.assertEqual(h.get("content-type"), ctype)
+                self.assertEqual(h.get("use-as-dictionary"), match)
+                self.assertEqual(h.get("cache-control"), "max-age=3600")
+        # The page is no dictionary and is not cached; an unknown file is a 404.
+        st, h, _ = self.get("/", {"Accept-Encoding": ACCEPT_ALL})
+        self.assertEqual((st, h.get("use-as-dictionary"), h.get("cache-control")),
+                         (200, None, "no-store"))
+        st, h, _ = self.get("/static/nothing.js", {"Accept-Encoding": ACCEPT_ALL})
+        self.assertEqual((st, h.get("use-as-dictionary")), (404, None))
+
+    def test_chromium_takes_deltas(self):
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not chromium:
+            self.skipTest("chromium not found (apt-get install chromium; .ci/deps test has it)")
+        profile = self.path("profile")
+        doms = {}
+        logs = {}
+        for release in (1, 2):
+            server = self.serve(release)
+            cmd = [chromium] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile, "--dump-dom",
+                                                 "http://127.0.0.1:%d/" % self.port]
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+            self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+            doms[release] = p.stdout.decode(errors="replace")
+            server.stop()
+            logs[release] = server.log_lines()
+        for release in (1, 2):
+            self.assertIn(expected_text(release), doms[release],
+                          "release %d's page did not show what its script computes:\n%s\n%s"
+                          % (release, doms[release][-2000:], logs[release]))
+        for name in ("app.js", "style.css"):
+            uri = "/static/" + self.files[(2, name)][0]
+            hits = [l for l in logs[2] if l[0] == uri]
+            self.assertTrue(hits, "release 2's %s never requested: %s" % (name, logs[2]))
+            avail = ":%s:" % base64.b64encode(sha256(self.files[(1, name)][1])).decode()
+            self.assertEqual(hits[0][1], avail, "chromium did not say it holds release 1's %s: %s"
+                             % (name, logs[2]))
+            self.assertIn(hits[0][2], ("dcz", "dcb"), logs[2])
+            self.assertEqual(hits[0][3], "200", logs[2])
+        print("chromium took %s" % ", ".join("%s as %s" % (l[0], l[2]) for l in logs[2]))
+
+
+class GeneratedConfig(PCTestCase):
+    """What server-config prints for a manifest written here, and its refusals: one map entry
+    per dictionary, the templates' match patterns, the names it cannot write left out and
+    counted, and a configuration nginx -t accepts."""
+
+    def manifest(self, files, name="m.json"):
+        path = self.path(name)
+        write(path, json.dumps({"precompress": 1, "options": {"formats": ["gz"]},
+                                "files": files}).encode())
+        return path
+
+    def test_entries(self):
+        sha_a, sha_b = "ab" * 32, "cd" * 32
+        delta = lambda sha: {"format": "dcz", "from": 0, "dictionary": "x", "sha256": sha, "size": 9}
+        m = self.manifest([
+            {"path": "js/app.3f2a9c1e4b7d.js", "size": 9, "deltas": [delta(sha_a)]},
+            {"path": "js/vendor.0123abcd.js", "size": 9, "deltas": [delta(sha_a), delta(sha_b)]},
+            {"path": "app-BfH3k9Qz.css", "size": 9, "deltas": [delta(sha_b)]},
+            {"path": "my-element.mjs", "size": 9, "deltas": [delta(sha_b)]},
+            {"path": "logo.png", "size": 9, "skipped": "extension"},
+            {"path": "broken.js", "size": 9, "error": "Permission denied"},
+            {"path": "a b.js", "size": 9}, {"path": "odd$name.js", "size": 9},
+            {"path": "Case.js", "size": 9}, {"path": "case.js", "size": 9},
+        ])
+        r = run(["server-config", "nginx", "--part", "http", "--location", "/s/", m])
+        self.assertEqual(r.rc, 0, r)
+        for b in (bytes.fromhex(sha_a), bytes.fromhex(sha_b)):
+            line = '":%s:" "%s";' % (base64.b64encode(b).decode(), b.hex()[:16])
+            self.assertEqual(r.out.count(line), 1, r.out)
+        uad = [l.strip() for l in r.out.splitlines() if "match=" in l]
+        self.assertEqual(sorted(uad), sorted([
+            '"/s/app-BfH3k9Qz.css" "match=\\"/s/app-*.css\\"";',
+            '"/s/Case.js" "match=\\"/s/Case.js\\"";',
+            '"/s/js/app.3f2a9c1e4b7d.js" "match=\\"/s/js/app.*.js\\"";',
+            '"/s/js/vendor.0123abcd.js" "match=\\"/s/js/vendor.*.js\\"";',
+            '"/s/my-element.mjs" "match=\\"/s/my-element.mjs\\"";']), r.out)
+        self.assertIn("# 3 files left out", r.out)
+        r2 = run(["server-config", "nginx", "--part", "location", "--location", "/s/", m])
+        self.assertEqual(r2.rc, 0, r2)
+        self.assertIn("location ^~ /s/ {", r2.out)
+        self.assertIn("types { application/javascript js dcb dcz; }", r2.out)
+        self.assertIn("types { text/css css dcb dcz; }", r2.out)
+        self.assertIn("# 1 files with deltas of a type not known here", r2.out)
+        nginx = find_binary("nginx")
+        if not nginx:
+            self.skipTest("nginx not found: the configuration not checked by nginx -t")
+        write(self.path("http.conf"), r.out.encode())
+        write(self.path("loc.conf"), r2.out.encode())
+        write(self.path("nginx.conf"), (
+            "pid %(d)s/nginx.pid; error_log %(d)s/error.log; events {}\n"
+            "http { include /etc/nginx/mime.types; include %(d)s/http.conf;\n"
+            "server { listen 127.0.0.1:%(p)d; root %(d)s; include %(d)s/loc.conf; } }\n"
+            % {"d": self.tmp, "p": free_port()}).encode())
+        p = subprocess.run([nginx, "-t", "-p", self.tmp + "/", "-c", self.path("nginx.conf"),
+                            "-e", self.path("error.log")], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        self.assertEqual(p.returncode, 0, p.stdout.decode(errors="replace"))
+
+    def test_refusals(self):
+        good = self.manifest([{"path": "a.js", "size": 1}])
+        write(self.path("bad.json"), b"{not json")
+        write(self.path("other.json"), b'{"precompress": 2, "files": []}')
+        for args, rc, said in (
+                (["nginx", "--part", "http", self.path("bad.json")], 1, "invalid JSON"),
+                (["nginx", "--part", "http", self.path("other.json")], 1,
+                 "not a precompress manifest"),
+                (["nginx", "--part", "http", self.path("none.json")], 1, "No such file"),
+                (["nginx", "--part", "http", "--location", "static/", good], 2, "--location"),
+                (["nginx", "--part", "http", "--location", "/a b/", good], 2, "--location"),
+                (["nginx", "--part", "server", good], 2, "usage"),
+                (["apache", "--part", "http", good], 2, "usage"),
+                (["nginx", good], 2, "usage")):
+            r = run(["server-config"] + args)
+            self.assertEqual((r.rc, r.out), (rc, ""), (args, r))
+            self.assertIn(said, r.err, (args, r))
+
+if __name__ == "__main__":
+    main()
