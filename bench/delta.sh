@@ -45,7 +45,8 @@ done
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
 
 have_deltas=1
-if ! "$PC" --help 2>&1 | grep -q -- '--dictionary-from'; then
+help=$("$PC" --help 2>&1) || true
+if [[ $help != *--dictionary-from* ]]; then
     have_deltas=0
     say "bench/delta: $PC has no --dictionary-from (issue 22's core is not in this build): no delta figures"
     if [[ $REFERENCE_ONLY != 1 ]]; then
