@@ -114,7 +114,7 @@ class Deltas(PCTestCase):
             self.assertEqual(d[0]["from"], 0)
             self.assertEqual(d[0]["sha256"], hashlib.sha256(f1[old]).hexdigest())
         self.assertEqual(by["js/same.js"]["deltas"][0]["skipped"], "identical")
-        made = deltas_of(r2)
+        made = [p for p in deltas_of(r2) if p.endswith(".dcz")]  # and .dcb where built
         kept = 0
         for rel, old in pred.items():
             d = [x for x in by[rel]["deltas"] if x["format"] == "dcz"][0]
@@ -153,10 +153,22 @@ class Deltas(PCTestCase):
             return
         self.assertEqual(r.rc, 0, r)
         made = deltas_of(r2)
-        self.assertTrue(made and all(p.endswith(".dcb") for p in made), made)
+        self.assertEqual(len(made), 4, made)
+        self.assertTrue(all(p.endswith(".dcb") for p in made), made)
+        # Decoded by libbrotlidec 1.1 given the dictionary (dcb_decode checks
+        # the magic and the dictionary's SHA-256 first).
+        dec = os.environ.get("PC_DCB_DECODE")
         for p in made:
-            body = read(p)
-            self.assertEqual(body[:4], DCB_MAGIC)
+            src = p.rsplit(".", 2)[0]
+            rel = os.path.relpath(src, r2)
+            key = rel.split("/")[0] + "/" + os.path.basename(rel).split(".")[0].split("-")[0]
+            old = [k for k in f1 if (k.split("/")[0] + "/" + os.path.basename(k).split(".")[0].split("-")[0]) == key]
+            self.assertEqual(len(old), 1, (p, old))
+            self.assertEqual(read(p)[:4], DCB_MAGIC)
+            self.assertEqual(read(p)[4:36], hashlib.sha256(f1[old[0]]).digest())
+            out = subprocess.run([dec, os.path.join(r1, old[0]), p], capture_output=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout, read(src), p)
 
     def test_stale_deltas_go(self):
         r1, f1, r2, f2 = self.releases()
