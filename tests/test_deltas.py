@@ -196,6 +196,29 @@ class Deltas(PCTestCase):
         for p in deltas_of(r2):
             self.assertFalse(os.path.exists(p + ".gz"), p)
 
+    def test_check_and_dry_run(self):
+        r1, f1, r2, f2 = self.releases()
+        self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)
+        made = deltas_of(r2)
+        # All current: --check says nothing and exits 0.
+        r = run(["--check", "--dictionary-from", r1, r2])
+        self.assertEqual((r.rc, r.out), (0, ""), r)
+        # One missing: --check names it and exits 1; -n says it would write it.
+        os.unlink(made[0])
+        r = run(["--check", "--dictionary-from", r1, r2])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.out, "missing %s\n" % made[0])
+        r = run(["-n", "--dictionary-from", r1, r2])
+        self.assertIn("would write %s\n" % made[0], r.out)
+        self.assertFalse(os.path.exists(made[0]))
+        # The pairing gone: -n says which it would remove, and removes none.
+        empty = self.path("r0")
+        os.makedirs(empty)
+        r = run(["-n", "--dictionary-from", empty, r2])
+        for p in made[1:]:
+            self.assertIn("would remove %s\n" % p, r.out)
+            self.assertTrue(os.path.exists(p))
+
     def test_bad_dictionaries(self):
         r1, f1, r2, f2 = self.releases()
         # A missing directory: one line, the rest of the run goes on (exit 1).
