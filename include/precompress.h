@@ -212,10 +212,13 @@ typedef enum pc_delta_skip {
   PC_DSKIP_WINDOW,    /* the dictionary is over the format's window */
   PC_DSKIP_LINK,      /* the predecessor is a symlink: never followed */
   PC_DSKIP_ERROR,     /* the predecessor could not be read (err says why) */
+  PC_DSKIP_SAME,      /* the predecessor has an earlier DIR's bytes: that
+                         DIR's delta serves it */
   PC_DSKIP_MAX_
 } pc_delta_skip_t;
 
-/* "ratio", "identical", "window", "link", "error"; NULL for PC_DSKIP_NONE. */
+/* "ratio", "identical", "window", "link", "error", "same"; NULL for
+ * PC_DSKIP_NONE. */
 PC_EXTERN const char *pc_delta_skip_name(pc_delta_skip_t s);
 
 typedef struct pc_output {
@@ -235,6 +238,8 @@ typedef struct pc_delta {
   uint32_t from;            /* index in pc_options_t.dict_dirs */
   const char *dictionary;   /* the predecessor's path below that directory */
   unsigned char sha256[32]; /* the predecessor's SHA-256 */
+  uint64_t dict_size;       /* the predecessor's size and mtime as read */
+  int64_t dict_mtime_ns;    /* (what the incremental check compares) */
 } pc_delta_t;
 
 /* One file's record, passed to on_file. Pointers are valid only during the

@@ -201,6 +201,6 @@ const char *pc_delta_ext(pc_delta_format_t f) {
 
 const char *pc_delta_skip_name(pc_delta_skip_t s) {
   static const char *const names[PC_DSKIP_MAX_] = {
-      NULL, "ratio", "identical", "window", "link", "error"};
+      NULL, "ratio", "identical", "window", "link", "error", "same"};
   return s > PC_DSKIP_NONE && s < PC_DSKIP_MAX_ ? names[s] : NULL;
 }

@@ -88,11 +88,10 @@ static int source(pc__work_t *w, unsigned char **buf, const unsigned char **p) {
  * code about the dictionary.
  */
 static int read_dict(pc__work_t *w, const pc__dictfile_t *p,
-                     unsigned char **data, size_t *n) {
+                     unsigned char **data, size_t *n, struct stat *st) {
   const pc__dictset_t *s = w->j->cfg->dicts;
   const char *slash = strrchr(p->rel, '/'), *base = p->rel;
   int dfd = s->fd[p->dir], fd, err = 0;
-  struct stat st;
 
   *data = NULL;
   if (p->link)
@@ -115,16 +114,16 @@ static int read_dict(pc__work_t *w, const pc__dictfile_t *p,
     close(dfd);
   if (err != 0)
     return err;
-  if (fstat(fd, &st) != 0)
+  if (fstat(fd, st) != 0)
     err = PC__ERRNO();
-  else if (!S_ISREG(st.st_mode))
+  else if (!S_ISREG(st->st_mode))
     err = PC_ENOTREG;
-  else if ((uint64_t)st.st_size > PC__DCZ_DICT_MAX)
+  else if ((uint64_t)st->st_size > PC__DCZ_DICT_MAX)
     err = PC_DSKIP_WINDOW;
-  else if ((*data = malloc(st.st_size > 0 ? (size_t)st.st_size : 1)) == NULL)
+  else if ((*data = malloc(st->st_size > 0 ? (size_t)st->st_size : 1)) == NULL)
     err = -ENOMEM;
-  else if ((err = pc__read_full(fd, *data, (size_t)st.st_size, 0)) == 0)
-    *n = (size_t)st.st_size;
+  else if ((err = pc__read_full(fd, *data, (size_t)st->st_size, 0)) == 0)
+    *n = (size_t)st->st_size;
   close(fd);
   if (err != 0) {
     free(*data);
@@ -234,11 +233,14 @@ int pc__deltas_make(pc__work_t *w) {
   for (d = 0; err == 0 && d < PC_DICT_DIRS_MAX; d++) {
     const pc__dictfile_t *p = j->preds[d];
     unsigned char *dict, h[PC__SHA256_LEN];
+    struct stat st;
     size_t dn = 0;
+    unsigned first = j->res.ndeltas;
     int why;
     if (p == NULL)
       continue;
-    if ((why = read_dict(w, p, &dict, &dn)) != 0) {
+    memset(&st, 0, sizeof(st));
+    if ((why = read_dict(w, p, &dict, &dn, &st)) != 0) {
       /* Not the file's failure: its plain outputs stand; the record
        * says why this delta is missing (an error with its code).
        */
@@ -259,9 +261,17 @@ int pc__deltas_make(pc__work_t *w) {
     pc__sha256(dict, dn, h);
     for (k = 0; k < nseen && memcmp(seen[k], h, sizeof(h)) != 0; k++)
       ;
-    if (k == nseen) { /* a dictionary an earlier DIR gave is done */
+    if (k == nseen) {
       memcpy(seen[nseen++], h, sizeof(h));
       err = against(w, d, p, dict, dn, h, src);
+    } else { /* an earlier DIR gave these bytes: its delta serves both */
+      for (k = 0; k < PC_NDELTAS; k++)
+        if (j->cfg->deltas & PC_DELTA_BIT(k))
+          add(j, (int)k, d, p, h)->skip = PC_DSKIP_SAME;
+    }
+    for (; first < j->res.ndeltas; first++) {
+      j->res.deltas[first].dict_size = (uint64_t)st.st_size;
+      j->res.deltas[first].dict_mtime_ns = pc__ns(st.st_mtim);
     }
     free(dict);
   }

@@ -26,13 +26,51 @@ static void push_job(pc__run_t *r, pc__job_t *j) {
     r->fatal = -ENOMEM;
 }
 
-/* The earlier manifest's record of this file when it still holds
- * (incremental.h), else NULL.
+/* A file's predecessor in each --dictionary-from directory, and the delta
+ * outputs its directory's listing shows beside it (docs/deltas.md): what
+ * the incremental check compares and the job then takes.
  */
-static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
-                                          const char *rel,
-                                          const struct stat *st,
-                                          unsigned absent) {
+typedef struct pairing {
+  const pc__dictfile_t *preds[PC_DICT_DIRS_MAX];
+  char **old; /* owned, NULL-terminated, or NULL */
+} pairing_t;
+
+static void pairing_free(pairing_t *pg) {
+  char **n;
+
+  for (n = pg->old; n != NULL && *n != NULL; n++)
+    free(*n);
+  free(pg->old);
+  pg->old = NULL;
+}
+
+/* 0 or -ENOMEM. Without deltas too: a file compressed again leaves none
+ * of its old deltas (they decode to its old bytes).
+ */
+static int pair(const pc__run_t *r, pairing_t *pg, const pc__sel_entry_t *se) {
+  size_t dirlen = se->rel_len > se->len ? se->rel_len - se->len - 1 : 0;
+  unsigned d;
+
+  memset(pg, 0, sizeof(*pg));
+  for (d = 0; r->cfg.deltas != 0 && d < r->dicts.ndirs; d++)
+    pg->preds[d] = pc__dictset_find(&r->dicts, d, se->rel, dirlen, se->name);
+  return pc__select_old_deltas(se, &pg->old);
+}
+
+/* The job takes the pairing. */
+static void pairing_give(pairing_t *pg, pc__job_t *j) {
+  memcpy(j->preds, pg->preds, sizeof(j->preds));
+  j->old_deltas = pg->old;
+  pg->old = NULL;
+}
+
+/* The earlier manifest's record of this file when it still holds
+ * (incremental.h), its deltas too, else NULL.
+ */
+static const pc__prev_rec_t *
+is_unchanged(pc__run_t *r, const pc__entry_t *e, const char *rel,
+             const struct stat *st, unsigned absent, const pairing_t *pg) {
+  const pc__prev_rec_t *p;
   int odfd = e->dfd;
   if (r->cfg.spec.output_dir != NULL) {
     /* Outputs the mirror cannot tell of are not current. */
@@ -40,8 +78,12 @@ static const pc__prev_rec_t *is_unchanged(pc__run_t *r, const pc__entry_t *e,
       return NULL;
     odfd = r->mirror.fd;
   }
-  return pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.spec.formats,
-                                e->root, rel, odfd, e->name, st, absent);
+  p = pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.spec.formats,
+                             e->root, rel, odfd, e->name, st, absent);
+  if (p != NULL && !pc__deltas_current(r->prev, p, &r->cfg, pg->preds, pg->old,
+                                       odfd, e->name, st))
+    return NULL;
+  return p;
 }
 
 /* The enabled formats whose output the listing of its outputs' directory
@@ -105,28 +147,13 @@ static int out_dir_ok(pc__run_t *r, const pc__entry_t *e) {
   return r->wdir_err;
 }
 
-/* The job's predecessor in each --dictionary-from directory, and the delta
- * outputs its directory's listing shows beside it (docs/deltas.md).
- * 0 or -ENOMEM.
- */
-static int pair(pc__run_t *r, pc__job_t *j, const pc__sel_entry_t *se) {
-  size_t dirlen = se->rel_len > se->len ? se->rel_len - se->len - 1 : 0;
-  unsigned d;
-
-  /* Without deltas too: a file compressed again leaves none of its old
-   * deltas (they decode to its old bytes).
-   */
-  for (d = 0; r->cfg.deltas != 0 && d < r->dicts.ndirs; d++)
-    j->preds[d] = pc__dictset_find(&r->dicts, d, se->rel, dirlen, se->name);
-  return pc__select_old_deltas(se, &j->old_deltas);
-}
-
 /* A regular file (per the listing) that the earlier manifest records and
  * that passes every filter: handed to a worker without a stat, which
  * checks it there (job.h). 1 when it was; *full is then the job's.
  */
 static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
                           const pc__sel_entry_t *se, char **full) {
+  pairing_t pg;
   const pc__prev_rec_t *p;
   struct stat st;
   pc__job_t *j;
@@ -155,11 +182,12 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
   }
   j->prev = p;
   j->absent = absent_of(r, se);
-  if (pair(r, j, se) != 0) {
+  if (pair(r, &pg, se) != 0) {
     pc__job_free(j);
     r->fatal = -ENOMEM;
     return 1;
   }
+  pairing_give(&pg, j);
   push_job(r, j);
   return 1;
 }
@@ -174,40 +202,38 @@ static void take_source(pc__run_t *r, const pc__entry_t *e,
   unsigned absent = absent_of(r, se);
   pc_skip_t why = pc__select_size(&r->sel, (uint64_t)st->st_size);
   const pc__prev_rec_t *prev;
+  pairing_t pg;
   pc__job_t *j;
 
+  if (pair(r, &pg, se) != 0) {
+    r->fatal = -ENOMEM;
+    return;
+  }
   /* No output, and none there to remove as stale: a record is all. */
   if (why != PC_SKIP_NONE &&
-      (absent & r->cfg.spec.formats) == r->cfg.spec.formats) {
+      (absent & r->cfg.spec.formats) == r->cfg.spec.formats && pg.old == NULL) {
     pc__record_skip(r, e->root, *rel, *full, why, st, 0);
     *rel = NULL;
-    return;
-  }
-  if (why == PC_SKIP_NONE && r->prev != NULL &&
-      (prev = is_unchanged(r, e, *rel, st, absent)) != NULL) {
+  } else if (why == PC_SKIP_NONE && r->prev != NULL &&
+             (prev = is_unchanged(r, e, *rel, st, absent, &pg)) != NULL) {
     pc__record_unchanged(r, e->root, *full, prev);
-    return;
-  }
-  if (out_dir_ok(r, e) != 0) { /* said once for its directory */
+  } else if (out_dir_ok(r, e) != 0) { /* said once for its directory */
     pc__record_skip(r, e->root, *rel, *full, PC_SKIP_NONE, st, PC_ENOWRITE);
     *rel = NULL;
-    return;
+  } else {
+    j = pc__job_new(*full, strlen(*full) - se->rel_len, e->root,
+                    r->roots[e->root].fd, st, se->link, &r->cfg);
+    *full = NULL; /* the job owns it now, even when NULL came back */
+    if (j == NULL) {
+      r->fatal = -ENOMEM;
+    } else {
+      j->absent = absent;
+      j->skip = why;
+      pairing_give(&pg, j);
+      push_job(r, j);
+    }
   }
-  j = pc__job_new(*full, strlen(*full) - se->rel_len, e->root,
-                  r->roots[e->root].fd, st, se->link, &r->cfg);
-  *full = NULL; /* the job owns it now, even when NULL came back */
-  if (j == NULL) {
-    r->fatal = -ENOMEM;
-    return;
-  }
-  j->absent = absent;
-  j->skip = why;
-  if (pair(r, j, se) != 0) {
-    pc__job_free(j);
-    r->fatal = -ENOMEM;
-    return;
-  }
-  push_job(r, j);
+  pairing_free(&pg);
 }
 
 /* A file, or a symlink to one (se->link, *st its target's): what the

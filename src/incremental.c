@@ -7,6 +7,7 @@
  */
 #include "incremental.h"
 
+#include "dictset.h"
 #include "work.h"
 
 #include <fcntl.h>
@@ -52,6 +53,81 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
   return 1;
 }
 
+/* The name of delta d of a record: FILE.<id>.ext, in out (NAME_MAX). */
+static int delta_name(const char *name, const pc__prev_delta_t *d,
+                      char out[NAME_MAX + 1]) {
+  static const char hex[] = "0123456789abcdef";
+  size_t n = strlen(name);
+  int k;
+
+  if (n + 1 + 16 + 4 > NAME_MAX)
+    return -ENAMETOOLONG;
+  memcpy(out, name, n);
+  out[n] = '.';
+  for (k = 0; k < 8; k++) {
+    out[n + 1 + 2 * k] = hex[d->sha256[k] >> 4];
+    out[n + 2 + 2 * k] = hex[d->sha256[k] & 15];
+  }
+  out[n + 17] = '.';
+  strcpy(out + n + 18, pc_delta_ext((pc_delta_format_t)d->format));
+  return 0;
+}
+
+/* One recorded delta still what this run would make: the same predecessor,
+ * unchanged by size and mtime since (a link still a link), its output
+ * there as recorded and stamped with the source's mtime.
+ */
+static int delta_current(const pc__prev_t *prev, const pc__prev_delta_t *d,
+                         const pc__dictfile_t *pred, int dfd, const char *name,
+                         const struct stat *st) {
+  char oname[NAME_MAX + 1];
+  struct stat ost;
+
+  if (pred == NULL || strcmp(pc__prev_dict(prev, d), pred->rel) != 0 ||
+      d->skip == PC_DSKIP_ERROR || (d->skip == PC_DSKIP_LINK) != pred->link)
+    return 0;
+  if (pred->link)
+    return 1;
+  if (d->dict_size != pred->size || d->dict_mtime_ns != pred->mtime_ns)
+    return 0;
+  if (d->skip != PC_DSKIP_NONE)
+    return 1;
+  return delta_name(name, d, oname) == 0 &&
+         fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(ost.st_mode) && (uint64_t)ost.st_size == d->size &&
+         pc__ns(ost.st_mtim) == pc__ns(st->st_mtim);
+}
+
+int pc__deltas_current(const pc__prev_t *prev, const pc__prev_rec_t *p,
+                       const pc__cfg_t *c, const pc__dictfile_t *const *preds,
+                       char *const *old, int dfd, const char *name,
+                       const struct stat *st) {
+  const pc__prev_delta_t *ds = pc__prev_deltas(prev, p);
+  unsigned want = 0, f, k, d;
+  char oname[NAME_MAX + 1];
+
+  /* As many as this run makes: one per format for each predecessor. */
+  for (d = 0; c->deltas != 0 && d < c->dicts->ndirs; d++)
+    if (preds[d] != NULL)
+      for (f = 0; f < PC_NDELTAS; f++)
+        want += (c->deltas & PC_DELTA_BIT(f)) != 0;
+  if (p->ndeltas != want)
+    return 0;
+  for (k = 0; k < p->ndeltas; k++)
+    if (!delta_current(prev, &ds[k], preds[ds[k].from], dfd, name, st))
+      return 0;
+  /* No other delta output beside it: it would be stale. */
+  for (; old != NULL && *old != NULL; old++) {
+    for (k = 0; k < p->ndeltas; k++)
+      if (ds[k].skip == PC_DSKIP_NONE && delta_name(name, &ds[k], oname) == 0 &&
+          strcmp(oname, *old) == 0)
+        break;
+    if (k == p->ndeltas)
+      return 0;
+  }
+  return 1;
+}
+
 /* The walk's part for a file it handed on unstat'ed (j->prev), as a
  * phase (worker.c): PC__EDONE when that settles it (res.outcome), the
  * job's error, or 0 to compress it now. The walk saw a regular file in
@@ -84,7 +160,9 @@ int pc__incremental_check(pc__work_t *w) {
     return 0; /* its old outputs are stale now: the job removes them */
   }
   if (pc__outputs_current(c->spec.formats, j->prev, w->odir.fd, base, &st,
-                          j->absent)) {
+                          j->absent) &&
+      pc__deltas_current(c->prev, j->prev, c, j->preds, j->old_deltas,
+                         w->odir.fd, base, &st)) {
     j->res.outcome = PC__CHECK_SAME;
     return PC__EDONE;
   }

@@ -29,6 +29,22 @@ const pc__prev_rec_t *pc__incremental_lookup(const pc__prev_t *prev,
                                              const struct stat *st,
                                              unsigned absent);
 
+struct pc__dictfile;
+
+/* 1 when record p's deltas (of table prev) are what this run would make
+ * and find: for each predecessor (preds, the job's, one per
+ * --dictionary-from DIR) one per delta format, made against the same
+ * dictionary path, whose size and mtime are still as recorded, each kept
+ * output FILE.<id>.ext there with its recorded size and the source's
+ * mtime, and no other delta output beside the file (old, the listing's,
+ * NULL-terminated, or NULL). A stat per kept delta, never a read.
+ */
+int pc__deltas_current(const pc__prev_t *prev, const pc__prev_rec_t *p,
+                       const pc__cfg_t *c,
+                       const struct pc__dictfile *const *preds,
+                       char *const *old, int dfd, const char *name,
+                       const struct stat *st);
+
 struct pc__work;
 
 /* On the worker, for a job the walk handed on unstatted (j->prev): a phase

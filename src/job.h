@@ -37,6 +37,8 @@ typedef struct pc__cfg {
    */
   const struct pc__dictset *dicts;
   unsigned deltas;
+  const struct pc__prev *prev; /* the earlier manifest's records (the
+                                  run's, read-only), or NULL */
 } pc__cfg_t;
 
 /* A job's place in the schedule (schedule.h), the loop thread's alone.

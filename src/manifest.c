@@ -299,6 +299,11 @@ static int put_deltas(pc__buf_t *b, const pc__rec_t *e) {
         ((err = PUT(b, ", \"sha256\": \"")) != 0 ||
          (err = put_str(b, h)) != 0 || (err = PUT(b, "\"")) != 0))
       return err;
+    if (x->skip != PC_DSKIP_ERROR && x->skip != PC_DSKIP_LINK &&
+        ((err = PUT_U64(b, ", \"dictionary_size\": ", x->dict_size)) != 0 ||
+         (err = PUT(b, ", \"dictionary_mtime_ns\": ")) != 0 ||
+         (err = put_i64(b, x->dict_mtime_ns)) != 0))
+      return err;
     if (x->skip == PC_DSKIP_NONE)
       err = PUT_U64(b, ", \"size\": ", x->size);
     else if ((err = PUT(b, ", \"skipped\": \"")) == 0 &&

@@ -167,7 +167,7 @@ typedef struct pc__mhead {
   int roots_list;  /* it is a list; nroots entries */
   size_t nroots;
   /* The values themselves (jansson's), for the functions below. */
-  struct json_t *j_version, *j_incomplete, *j_opt, *j_roots;
+  struct json_t *j_version, *j_incomplete, *j_opt, *j_roots, *j_dicts;
 } pc__mhead_t;
 
 void pc__mhead_free(pc__mhead_t *h);
@@ -179,6 +179,12 @@ const char *pc__mhead_label(const pc__mhead_t *h, size_t k);
  * "roots" or none, value for value: shards of one job.
  */
 int pc__mhead_same_job(const pc__mhead_t *a, const pc__mhead_t *b);
+
+/* 1 when the manifest's "dictionaries" are dirs[0..n) (as given, in that
+ * order); no "dictionaries" is n == 0.
+ */
+int pc__mhead_same_dicts(const pc__mhead_t *h, const char *const *dirs,
+                         unsigned n);
 
 /* One line of "files", decoded, as pc__mopt_t: absent and wrong kinds are
  * told apart, nothing is judged. The strings are the reader's, valid only
@@ -208,7 +214,27 @@ typedef struct pc__mline {
     int ratio;  /* its "skipped" is a string (not kept) */
     int64_t size;
   } out[PC_NFORMATS];
+  int has_deltas;        /* "deltas" is given */
+  struct json_t *deltas; /* its value when a list, else NULL: entries
+                            through pc__mline_delta() */
 } pc__mline_t;
+
+/* One entry of a line's "deltas" (docs/deltas.md), decoded as a line is:
+ * absent and wrong kinds told apart, nothing judged; strings valid while
+ * the line is.
+ */
+typedef struct pc__mdelta {
+  int object; /* the entry is an object; every other field 0 if not */
+  const char *format, *dictionary, *sha256, *skipped; /* when strings */
+  int from_int, size_int, dsize_int, dmtime_int;      /* integers given */
+  int64_t from, size, dict_size, dict_mtime_ns;
+} pc__mdelta_t;
+
+/* How many entries the line's "deltas" list has (0: none, or no list). */
+size_t pc__mline_ndeltas(const pc__mline_t *l);
+
+/* Entry k of the line's "deltas" into *d. */
+void pc__mline_delta(const pc__mline_t *l, size_t k, pc__mdelta_t *d);
 
 /* What the reader does with a manifest's text. */
 typedef struct pc__mread {

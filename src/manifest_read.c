@@ -50,7 +50,7 @@
 /* The header members the reader keeps, by where their last value starts:
  * a files() call saw the final header when none of these moved since.
  */
-enum { AT_VERSION, AT_INCOMPLETE, AT_OPT, AT_ROOTS, AT_FILES, AT_N };
+enum { AT_VERSION, AT_INCOMPLETE, AT_OPT, AT_ROOTS, AT_DICTS, AT_FILES, AT_N };
 
 typedef struct reader {
   const char *text;
@@ -86,6 +86,7 @@ void pc__mhead_free(pc__mhead_t *h) {
   json_decref(h->j_incomplete);
   json_decref(h->j_opt);
   json_decref(h->j_roots);
+  json_decref(h->j_dicts);
   memset(h, 0, sizeof(*h));
 }
 
@@ -96,7 +97,53 @@ const char *pc__mhead_label(const pc__mhead_t *h, size_t k) {
 int pc__mhead_same_job(const pc__mhead_t *a, const pc__mhead_t *b) {
   return json_equal(a->j_opt, b->j_opt) &&
          ((a->j_roots == NULL && b->j_roots == NULL) ||
-          json_equal(a->j_roots, b->j_roots));
+          json_equal(a->j_roots, b->j_roots)) &&
+         ((a->j_dicts == NULL && b->j_dicts == NULL) ||
+          json_equal(a->j_dicts, b->j_dicts));
+}
+
+int pc__mhead_same_dicts(const pc__mhead_t *h, const char *const *dirs,
+                         unsigned n) {
+  size_t k;
+
+  if (h->j_dicts == NULL)
+    return n == 0;
+  if (!json_is_array(h->j_dicts) || json_array_size(h->j_dicts) != n)
+    return 0;
+  for (k = 0; k < n; k++) {
+    const char *s = json_string_value(json_array_get(h->j_dicts, k));
+    if (s == NULL || strcmp(s, dirs[k]) != 0)
+      return 0;
+  }
+  return 1;
+}
+
+size_t pc__mline_ndeltas(const pc__mline_t *l) {
+  return json_array_size(l->deltas);
+}
+
+/* An integer member: *v and 1 when it is one, else 0. */
+static int int_member(json_t *o, const char *key, int64_t *v) {
+  json_t *x = json_object_get(o, key);
+  *v = json_integer_value(x);
+  return json_is_integer(x);
+}
+
+void pc__mline_delta(const pc__mline_t *l, size_t k, pc__mdelta_t *d) {
+  json_t *o = json_array_get(l->deltas, k);
+
+  memset(d, 0, sizeof(*d));
+  if (!json_is_object(o))
+    return;
+  d->object = 1;
+  d->format = json_string_value(json_object_get(o, "format"));
+  d->dictionary = json_string_value(json_object_get(o, "dictionary"));
+  d->sha256 = json_string_value(json_object_get(o, "sha256"));
+  d->skipped = json_string_value(json_object_get(o, "skipped"));
+  d->from_int = int_member(o, "from", &d->from);
+  d->size_int = int_member(o, "size", &d->size);
+  d->dsize_int = int_member(o, "dictionary_size", &d->dict_size);
+  d->dmtime_int = int_member(o, "dictionary_mtime_ns", &d->dict_mtime_ns);
 }
 
 /* The formats a list names (other entries ignored). */
@@ -237,6 +284,9 @@ static void decode_line(json_t *fe, pc__mline_t *l) {
     l->out[f].size = json_integer_value(v);
     l->out[f].ratio = json_is_string(json_object_get(o, "skipped"));
   }
+  v = json_object_get(fe, "deltas");
+  l->has_deltas = v != NULL;
+  l->deltas = json_is_array(v) ? v : NULL;
 }
 
 static size_t skip_ws(const reader_t *r, size_t i) {
@@ -459,9 +509,9 @@ static int read_files(reader_t *r, size_t *i, int again) {
  */
 static int read_member(reader_t *r, const char *k, size_t *i) {
   static const char *const keys[] = {"precompress", "incomplete", "options",
-                                     "roots"};
+                                     "roots", "dictionaries"};
   json_t **slots[] = {&r->h.j_version, &r->h.j_incomplete, &r->h.j_opt,
-                      &r->h.j_roots};
+                      &r->h.j_roots, &r->h.j_dicts};
   size_t at = *i, m;
   json_t *v = NULL;
   int err;

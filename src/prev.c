@@ -36,7 +36,54 @@ struct pc__prev {
   entry_t *ents;
   size_t n, capents;
   pc__buf_t names;
+  pc__prev_delta_t *dels; /* the records' deltas, each record's in a row */
+  size_t ndels, capdels;
 };
+
+/* The most deltas a line may list: one per format and directory. */
+#define DELTAS_MAX (PC_NDELTAS * PC_DICT_DIRS_MAX)
+
+const pc__prev_delta_t *pc__prev_deltas(const pc__prev_t *p,
+                                        const pc__prev_rec_t *rec) {
+  return rec->ndeltas > 0 ? &p->dels[rec->delta0] : NULL;
+}
+
+const char *pc__prev_dict(const pc__prev_t *p, const pc__prev_delta_t *d) {
+  return (const char *)p->names.data + d->dict_off;
+}
+
+/* Appends n bytes and a NUL to the table's names; *off where. */
+static int put_name(pc__prev_t *p, const char *s, size_t n, size_t *off) {
+  int err = pc__buf_reserve(&p->names, n + 1);
+  if (err != 0)
+    return err;
+  *off = p->names.len;
+  memcpy(p->names.data + p->names.len, s, n);
+  p->names.data[p->names.len + n] = '\0';
+  p->names.len += n + 1;
+  return 0;
+}
+
+/* Copies rec's deltas from table `from` into p (rec->delta0 moved). */
+static int copy_deltas(pc__prev_t *p, const pc__prev_t *from,
+                       pc__prev_rec_t *rec) {
+  size_t k, at = p->ndels;
+  int err;
+
+  for (k = 0; k < rec->ndeltas; k++) {
+    const pc__prev_delta_t *d = &from->dels[rec->delta0 + k];
+    const char *dict = pc__prev_dict(from, d);
+    if ((err = PC__GROW(p->dels, p->ndels, p->capdels, 64)) != 0)
+      return err;
+    p->dels[p->ndels] = *d;
+    if ((err = put_name(p, dict, strlen(dict), &p->dels[p->ndels].dict_off)) !=
+        0)
+      return err;
+    p->ndels++;
+  }
+  rec->delta0 = at;
+  return 0;
+}
 
 /* What a record is looked up by. */
 typedef struct name_key {
@@ -102,6 +149,7 @@ void pc__prev_free(pc__prev_t *p) {
   pc__index_free(&p->ix);
   free(p->ents);
   pc__buf_free(&p->names);
+  free(p->dels);
   free(p);
 }
 
@@ -192,7 +240,8 @@ typedef struct sink {
   const uint32_t *map; /* manifest root index -> ours, or UINT32_MAX */
   size_t nmap;
   unsigned formats;
-  pc__buf_t raw; /* a decoded path_hex */
+  unsigned ndirs, deltas; /* the run's --dictionary-from DIRs, formats */
+  pc__buf_t raw;          /* a decoded path_hex */
 } sink_t;
 
 /* One load: the run's settings, and the table being made. */
@@ -242,7 +291,8 @@ static int on_files(void *data, const pc__mhead_t *h, int *want) {
   ld->s.p = NULL;
   free(ld->map);
   ld->map = NULL;
-  if (!ld->want || !same_options(&h->opt, ld->spec))
+  if (!ld->want || !same_options(&h->opt, ld->spec) ||
+      !pc__mhead_same_dicts(h, ld->spec->dict_dirs, ld->spec->n_dict_dirs))
     return 0;
   if ((ld->s.p = calloc(1, sizeof(*ld->s.p))) == NULL)
     return -ENOMEM;
@@ -252,8 +302,94 @@ static int on_files(void *data, const pc__mhead_t *h, int *want) {
   return 0;
 }
 
+/* 64 lower-case hex digits into 32 bytes (a zero byte too, which
+ * pc__unhexn(), made for names, refuses). 0, or -1 for anything else.
+ */
+static int unhex_sha256(const char *h, unsigned char out[32]) {
+  int k;
+
+  if (strlen(h) != 64)
+    return -1;
+  for (k = 0; k < 64; k++) {
+    int v = h[k] >= '0' && h[k] <= '9'   ? h[k] - '0'
+            : h[k] >= 'a' && h[k] <= 'f' ? h[k] - 'a' + 10
+                                         : -1;
+    if (v < 0)
+      return -1;
+    out[k / 2] = (unsigned char)(k % 2 ? out[k / 2] | v : v << 4);
+  }
+  return 0;
+}
+
+/* Entry md of a line's deltas into *d. 1 if usable, 0 if not. */
+static int usable_delta(const sink_t *s, const pc__mdelta_t *md,
+                        pc__prev_delta_t *d) {
+  int k;
+
+  memset(d, 0, sizeof(*d));
+  if (!md->object || md->format == NULL || md->dictionary == NULL ||
+      !md->from_int || md->from < 0 || (uint64_t)md->from >= s->ndirs)
+    return 0;
+  for (k = 0; k < PC_NDELTAS; k++)
+    if (strcmp(md->format, pc_delta_ext((pc_delta_format_t)k)) == 0)
+      break;
+  if (k == PC_NDELTAS || !(s->deltas & PC_DELTA_BIT(k)))
+    return 0;
+  d->format = (uint8_t)k;
+  d->from = (uint32_t)md->from;
+  if (md->skipped == NULL) {
+    if (!md->size_int || md->size <= 0)
+      return 0;
+    d->size = (uint64_t)md->size;
+  } else {
+    for (k = 1; k < PC_DSKIP_MAX_; k++)
+      if (strcmp(md->skipped, pc_delta_skip_name((pc_delta_skip_t)k)) == 0)
+        break;
+    if (k == PC_DSKIP_MAX_)
+      return 0;
+    d->skip = (uint8_t)k;
+  }
+  if (d->skip == PC_DSKIP_LINK || d->skip == PC_DSKIP_ERROR)
+    return 1; /* no dictionary read: no hash, no size */
+  if (md->sha256 == NULL || unhex_sha256(md->sha256, d->sha256) != 0 ||
+      !md->dsize_int || md->dict_size < 0 || !md->dmtime_int)
+    return 0;
+  d->dict_size = (uint64_t)md->dict_size;
+  d->dict_mtime_ns = md->dict_mtime_ns;
+  return 1;
+}
+
+/* A line's deltas into the sink's table, rec's from there. 1 if usable,
+ * 0 if not (nothing kept of them then).
+ */
+static int usable_deltas(sink_t *s, const pc__mline_t *l, pc__prev_rec_t *rec) {
+  size_t n = pc__mline_ndeltas(l), k, at = s->p->ndels;
+  pc__prev_t *p = s->p;
+
+  if (!l->has_deltas)
+    return 1;
+  if (l->deltas == NULL || n > DELTAS_MAX || s->deltas == 0)
+    return 0;
+  for (k = 0; k < n; k++) {
+    pc__mdelta_t md;
+    pc__prev_delta_t d;
+    pc__mline_delta(l, k, &md);
+    if (!usable_delta(s, &md, &d) ||
+        PC__GROW(p->dels, p->ndels, p->capdels, 64) != 0 ||
+        put_name(p, md.dictionary, strlen(md.dictionary), &d.dict_off) != 0) {
+      p->ndels = at;
+      return 0;
+    }
+    p->dels[p->ndels++] = d;
+  }
+  rec->delta0 = at;
+  rec->ndeltas = (uint32_t)n;
+  return 1;
+}
+
 /* Fills rec from a line. 1 if usable, 0 to ignore it. */
-static int usable(const pc__mline_t *l, unsigned formats, pc__prev_rec_t *rec) {
+static int usable(sink_t *s, const pc__mline_t *l, pc__prev_rec_t *rec) {
+  unsigned formats = s->formats;
   int f;
 
   memset(rec, 0, sizeof(*rec));
@@ -276,7 +412,7 @@ static int usable(const pc__mline_t *l, unsigned formats, pc__prev_rec_t *rec) {
       return 0;
     }
   }
-  return 1;
+  return usable_deltas(s, l, rec);
 }
 
 /* One line into the table: anything but a usable object of one of our
@@ -291,7 +427,7 @@ static int on_line(void *sink, const pc__mline_t *l) {
   int err;
 
   if (key == NULL || ri < 0 || (uint64_t)ri >= s->nmap ||
-      s->map[ri] == UINT32_MAX || !usable(l, s->formats, &rec))
+      s->map[ri] == UINT32_MAX || !usable(s, l, &rec))
     return 0;
   /* A name that is not UTF-8 is exact only in path_hex. */
   if (l->hex != NULL) {
@@ -334,8 +470,10 @@ static int part_join(void *data, void *part) {
 
   for (k = 0; k < from->n; k++) {
     const entry_t *e = &from->ents[k];
-    if ((err = add(ld->s.p, e->root, (const char *)from->names.data + e->off,
-                   e->len, &e->rec)) != 0)
+    pc__prev_rec_t rec = e->rec;
+    if ((err = copy_deltas(ld->s.p, from, &rec)) != 0 ||
+        (err = add(ld->s.p, e->root, (const char *)from->names.data + e->off,
+                   e->len, &rec)) != 0)
       return err;
   }
   return 0;
@@ -361,6 +499,8 @@ int pc__prev_parse(pc__prev_t **out, int *ours, const char *text, size_t len,
   memset(&ld, 0, sizeof(ld));
   ld.want = out != NULL;
   ld.s.formats = spec != NULL ? spec->formats : 0;
+  ld.s.ndirs = spec != NULL ? spec->n_dict_dirs : 0;
+  ld.s.deltas = spec != NULL ? spec->deltas : 0;
   ld.spec = spec;
   ld.labels = labels;
   ld.nlabels = nlabels;

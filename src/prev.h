@@ -13,7 +13,28 @@ typedef struct pc__prev_rec {
   uint64_t size;
   int64_t mtime_ns;
   pc_output_t out[PC_NFORMATS]; /* state KEPT (with size) or RATIO */
+  uint32_t ndeltas;             /* its deltas: pc__prev_deltas() */
+  size_t delta0;
 } pc__prev_rec_t;
+
+/* One delta a record lists (docs/deltas.md): made, or why not. */
+typedef struct pc__prev_delta {
+  uint8_t format; /* pc_delta_format_t */
+  uint8_t skip;   /* pc_delta_skip_t */
+  uint32_t from;  /* index of its --dictionary-from DIR */
+  uint64_t size;  /* kept: the output's size */
+  uint64_t dict_size;
+  int64_t dict_mtime_ns;
+  size_t dict_off; /* the dictionary's path, in the table's names */
+  unsigned char sha256[32];
+} pc__prev_delta_t;
+
+/* The deltas of a record of p: rec->ndeltas of them. */
+const pc__prev_delta_t *pc__prev_deltas(const pc__prev_t *p,
+                                        const pc__prev_rec_t *rec);
+
+/* The dictionary's path of a delta of p (owned by p). */
+const char *pc__prev_dict(const pc__prev_t *p, const pc__prev_delta_t *d);
 
 /* Reads the manifest at `path` (pc__json_read_file(): a regular file, or
  * PC_ENOTREG) and parses it with pc__prev_parse(). No file there is no
@@ -26,8 +47,9 @@ int pc__prev_load(pc__prev_t **out, const char *path, const pc__spec_t *spec,
 /* Parses text[0..len), an earlier manifest. *out is NULL (and 0 returned)
  * when it was written with settings other than this run's `spec` in a
  * field the table marks PC__SPEC_SAME (formats, levels, gzip engine,
- * ratio, output directory: spec.h): its records then say nothing about
- * what this run would write. Records of roots other than `labels` are
+ * ratio, output directory: spec.h), or with other "dictionaries" than
+ * spec's dict_dirs (none when it has no deltas): its records then say nothing
+ * about what this run would write. Records of roots other than `labels` are
  * ignored. Text that is not JSON is
  * PC_EBADMANIFEST, JSON that is not a manifest (not an object, no
  * "precompress": 1, no "files" list) PC_ENOTMANIFEST: never silently

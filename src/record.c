@@ -140,6 +140,32 @@ void pc__record_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
   record(r, &rec, full, full);
 }
 
+/* An unchanged file's deltas, as the earlier manifest lists them (their
+ * dictionary names are its table's, which lives as long as the run). 0 or
+ * -ENOMEM.
+ */
+static int unchanged_deltas(const pc__run_t *r, const pc__prev_rec_t *prev,
+                            pc__rec_t *rec) {
+  const pc__prev_delta_t *ds = pc__prev_deltas(r->prev, prev);
+  uint32_t k;
+
+  if ((rec->deltas = calloc(prev->ndeltas, sizeof(*rec->deltas))) == NULL)
+    return -ENOMEM;
+  for (k = 0; k < prev->ndeltas; k++) {
+    pc_delta_t *x = &rec->deltas[k];
+    x->format = (pc_delta_format_t)ds[k].format;
+    x->skip = (pc_delta_skip_t)ds[k].skip;
+    x->size = ds[k].size;
+    x->from = ds[k].from;
+    x->dictionary = pc__prev_dict(r->prev, &ds[k]);
+    memcpy(x->sha256, ds[k].sha256, sizeof(x->sha256));
+    x->dict_size = ds[k].dict_size;
+    x->dict_mtime_ns = ds[k].dict_mtime_ns;
+  }
+  rec->ndeltas = prev->ndeltas;
+  return 0;
+}
+
 /* A file whose outputs are current per `prev`, the earlier manifest's
  * record: its line names the file by the record's own path.
  */
@@ -159,6 +185,10 @@ void pc__record_unchanged(pc__run_t *r, uint32_t root, const char *full,
   for (f = 0; f < PC_NFORMATS; f++) {
     rec.out[f].state = prev->out[f].state;
     rec.out[f].size = prev->out[f].size;
+  }
+  if (prev->ndeltas > 0 && unchanged_deltas(r, prev, &rec) != 0) {
+    r->fatal = -ENOMEM;
+    return;
   }
   r->progress.files_total++;
   record(r, &rec, full, full);

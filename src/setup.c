@@ -203,10 +203,8 @@ static int open_manifest(pc__run_t *r) {
   }
   for (k = 0; k < r->nroots; k++)
     labels[k] = r->roots[k].label;
-  /* With --force it is only judged: its records are not wanted; nor with
-   * deltas, which its records do not cover yet (docs/deltas.md).
-   */
-  err = pc__prev_parse(o->force || r->cfg.deltas != 0 ? NULL : &r->prev, &ours,
+  /* With --force it is only judged: its records are not wanted. */
+  err = pc__prev_parse(o->force ? NULL : &r->prev, &ours,
                        (const char *)text.data, text.len, &r->cfg.spec, labels,
                        r->nroots, r->jobs, PC__PREV_MIN_PART);
   if (err == -ENOMEM)
@@ -391,6 +389,9 @@ void pc__setup_init(pc__run_t *r, const pc_options_t *opts) {
         if (pc_delta_available((pc_delta_format_t)f))
           r->cfg.deltas |= PC_DELTA_BIT(f);
   }
+  r->cfg.spec.deltas = r->cfg.deltas;
+  if (r->cfg.deltas == 0)
+    r->cfg.spec.n_dict_dirs = 0;
   r->cfg.dicts = &r->dicts;
   r->mirror = (pc__mirror_t)PC__MIRROR_INIT;
   atomic_init(&r->cfg.stop, 0);
@@ -464,6 +465,7 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
       totals->err_path = opts->manifest;
     return err;
   }
+  r->cfg.prev = r->prev;
   if (r->cfg.deltas != 0 &&
       (err = pc__dictset_open(&r->dicts, opts, dict_error, r)) != 0)
     return err;

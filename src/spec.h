@@ -27,6 +27,14 @@ typedef struct pc__spec {
   uint64_t min_size;             /* smaller files get no output */
   const char *output_dir;        /* --output-dir as given (not copied), or
                                     NULL: beside each file */
+  /* Deltas (docs/deltas.md): the --dictionary-from DIRs as given (not
+   * copied) and the delta formats (0: none). Not fields of the table: the
+   * manifest says them in its own "dictionaries" and per file, and an
+   * earlier one's records hold only for the same list (prev.c).
+   */
+  const char *const *dict_dirs;
+  unsigned n_dict_dirs;
+  unsigned deltas;
 } pc__spec_t;
 
 typedef enum pc__spec_kind {
@@ -68,6 +76,9 @@ static inline void pc__spec_of(pc__spec_t *s, const pc_options_t *o) {
   s->ratio_den = o->ratio_den;
   s->min_size = o->min_size;
   s->output_dir = o->output_dir;
+  s->dict_dirs = o->dict_dirs;
+  s->n_dict_dirs = o->n_dict_dirs;
+  s->deltas = 0; /* the run's (setup.c): what this build can write */
 }
 
 #endif /* PC_SPEC_H */

@@ -196,6 +196,52 @@ class Deltas(PCTestCase):
         for p in deltas_of(r2):
             self.assertFalse(os.path.exists(p + ".gz"), p)
 
+    def test_incremental(self):
+        r1, f1, r2, f2 = self.releases()
+        # A dictionary whose SHA-256 has a zero byte: read back from the
+        # manifest like any other (a hex decoder made for names refuses 00).
+        app1 = next(k for k in f1 if k.startswith("js/app."))
+        data, n = f1[app1], 0
+        while b"\0" not in hashlib.sha256(data).digest():
+            n += 1
+            data = f1[app1] + b"// %d\n" % n
+        write(os.path.join(r1, app1), data)
+        man = self.path("m.json")
+        args = ["--json", "--dictionary-from", r1, "--manifest", man, r2]
+        r = run(args)
+        self.assertEqual(r.rc, 0, r)
+        first = json.loads(read(man))
+        made = {p: os.stat(p).st_mtime_ns for p in deltas_of(r2)}
+        # Again: every file unchanged, its deltas listed as they were.
+        r = run(args)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(json.loads(r.out)["unchanged"], 5, r.out)
+        self.assertEqual(json.loads(read(man))["files"], first["files"])
+        # A dictionary changed (its mtime): that file only is compressed again.
+        vendor1 = os.path.join(r1, next(k for k in f1 if k.startswith("js/vendor.")))
+        os.utime(vendor1, ns=(1, 2))
+        r = run(args)
+        self.assertEqual((json.loads(r.out)["compressed"], json.loads(r.out)["unchanged"]), (1, 4), r.out)
+        # A delta output gone: its file is compressed again, the delta back.
+        gone = next(p for p in made if "/app." in p)
+        os.unlink(gone)
+        r = run(args)
+        self.assertEqual((json.loads(r.out)["compressed"], json.loads(r.out)["unchanged"]), (1, 4), r.out)
+        self.assertTrue(os.path.exists(gone))
+        # Another delta output beside a file (a stale one): compressed again,
+        # the stray removed.
+        stray = os.path.join(r2, "css/site.css.0123456789abcdef.dcz")
+        write(stray, b"stale")
+        r = run(args)
+        self.assertEqual(json.loads(r.out)["compressed"], 1, r.out)
+        self.assertFalse(os.path.exists(stray))
+        # Without --dictionary-from the records do not hold (other
+        # "dictionaries"): every file again, and no delta is left.
+        r = run(["--json", "--manifest", man, r2])
+        self.assertEqual(json.loads(r.out)["unchanged"], 0, r.out)
+        self.assertEqual(deltas_of(r2), [])
+        self.assertNotIn("dictionaries", json.loads(read(man)))
+
     def test_check_and_dry_run(self):
         r1, f1, r2, f2 = self.releases()
         self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)

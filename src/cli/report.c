@@ -378,11 +378,7 @@ static void cli_delta_json(const cli_report_t *r, const pc_file_t *f) {
       printf(",\"state\":\"kept\",\"size\":%" PRIu64, d->size);
     else if (d->from != UINT32_MAX)
       printf(",\"state\":\"%s\"", pc_delta_skip_name(d->skip));
-    printf(",\"action\":\"%s\"}", d->action == PC_ACT_CREATE    ? "create"
-                                  : d->action == PC_ACT_REPLACE ? "replace"
-                                  : d->action == PC_ACT_REFRESH ? "refresh"
-                                  : d->action == PC_ACT_REMOVE  ? "remove"
-                                                                : "none");
+    printf(",\"action\":\"%s\"}", action_name(d->action));
   }
   fputc(']', stdout);
 }
