@@ -45,6 +45,20 @@ int pc__unhexn(const char *h, size_t n, char *out) {
   return 0;
 }
 
+int pc__unhex_hash(const char *h, unsigned char *out, size_t n) {
+  size_t i;
+
+  if (strlen(h) != 2 * n)
+    return -EINVAL;
+  for (i = 0; i < 2 * n; i++) {
+    int v = hexval(h[i]);
+    if (v < 0 || (h[i] >= 'A' && h[i] <= 'F'))
+      return -EINVAL;
+    out[i / 2] = (unsigned char)(i % 2 ? out[i / 2] | v : v << 4);
+  }
+  return 0;
+}
+
 char *pc__unhex(const char *h) {
   size_t n = strlen(h);
   char *s;

@@ -25,6 +25,11 @@ char *pc__unhex(const char *h);
  */
 int pc__unhexn(const char *h, size_t n, char *out);
 
+/* A hash written as 2n lower-case hex digits (h, NUL-terminated) into
+ * out[0..n), zero bytes too. 0, or -EINVAL for any other text.
+ */
+int pc__unhex_hash(const char *h, unsigned char *out, size_t n);
+
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
 size_t pc__utf8_len(const unsigned char *s, size_t n);
 

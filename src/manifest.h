@@ -180,6 +180,11 @@ const char *pc__mhead_label(const pc__mhead_t *h, size_t k);
  */
 int pc__mhead_same_job(const pc__mhead_t *a, const pc__mhead_t *b);
 
+/* Entry k of "dictionaries" when it is a string, else NULL (valid while h
+ * is).
+ */
+const char *pc__mhead_dict(const pc__mhead_t *h, size_t k);
+
 /* 1 when the manifest's "dictionaries" are dirs[0..n) (as given, in that
  * order); no "dictionaries" is n == 0.
  */

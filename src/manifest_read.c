@@ -118,6 +118,10 @@ int pc__mhead_same_dicts(const pc__mhead_t *h, const char *const *dirs,
   return 1;
 }
 
+const char *pc__mhead_dict(const pc__mhead_t *h, size_t k) {
+  return json_string_value(json_array_get(h->j_dicts, k));
+}
+
 size_t pc__mline_ndeltas(const pc__mline_t *l) {
   return json_array_size(l->deltas);
 }

@@ -42,12 +42,84 @@ static int line_root(const pc__mline_t *l, uint32_t nroots, pc__rec_t *rec) {
   return 0;
 }
 
+/* Entry md of a line's "deltas" into x (its dictionary's name copied). 0,
+ * PC_ENOTMANIFEST or -ENOMEM.
+ */
+static int parse_delta(const pc__mdelta_t *md, pc_delta_t *x) {
+  int k;
+
+  if (!md->object || md->format == NULL || md->dictionary == NULL ||
+      !md->from_int || md->from < 0 || md->from >= PC_DICT_DIRS_MAX)
+    return PC_ENOTMANIFEST;
+  for (k = 0; k < PC_NDELTAS; k++)
+    if (strcmp(md->format, pc_delta_ext((pc_delta_format_t)k)) == 0)
+      break;
+  if (k == PC_NDELTAS)
+    return PC_ENOTMANIFEST;
+  x->format = (pc_delta_format_t)k;
+  x->from = (uint32_t)md->from;
+  if (md->skipped == NULL) {
+    if (!md->size_int || md->size <= 0)
+      return PC_ENOTMANIFEST;
+    x->size = (uint64_t)md->size;
+  } else {
+    for (k = 1; k < PC_DSKIP_MAX_; k++)
+      if (strcmp(md->skipped, pc_delta_skip_name((pc_delta_skip_t)k)) == 0)
+        break;
+    if (k == PC_DSKIP_MAX_)
+      return PC_ENOTMANIFEST;
+    x->skip = (pc_delta_skip_t)k;
+  }
+  /* What the writer gives every delta whose dictionary was read. */
+  if (x->skip != PC_DSKIP_LINK && x->skip != PC_DSKIP_ERROR) {
+    if (md->sha256 == NULL ||
+        pc__unhex_hash(md->sha256, x->sha256, sizeof(x->sha256)) != 0 ||
+        !md->dsize_int || md->dict_size < 0 || !md->dmtime_int)
+      return PC_ENOTMANIFEST;
+    x->dict_size = (uint64_t)md->dict_size;
+    x->dict_mtime_ns = md->dict_mtime_ns;
+  }
+  x->dictionary = pc__strdup(md->dictionary);
+  return x->dictionary != NULL ? 0 : -ENOMEM;
+}
+
+/* A line's "deltas" into rec (owned: free_deltas()). */
+static int parse_deltas(const pc__mline_t *l, pc__rec_t *rec) {
+  size_t n = pc__mline_ndeltas(l), k;
+  int err;
+
+  if (!l->has_deltas)
+    return 0;
+  if (l->deltas == NULL || n == 0 || n > PC_DICT_DIRS_MAX * PC_NDELTAS)
+    return PC_ENOTMANIFEST;
+  if ((rec->deltas = calloc(n, sizeof(*rec->deltas))) == NULL)
+    return -ENOMEM;
+  for (k = 0; k < n; k++) {
+    pc__mdelta_t md;
+    pc__mline_delta(l, k, &md);
+    if ((err = parse_delta(&md, &rec->deltas[k])) != 0)
+      return err;
+    rec->ndeltas++;
+  }
+  return 0;
+}
+
+static void free_deltas(pc__rec_t *rec) {
+  unsigned k;
+
+  for (k = 0; k < rec->ndeltas; k++)
+    free((char *)rec->deltas[k].dictionary);
+  free(rec->deltas);
+  rec->deltas = NULL;
+  rec->ndeltas = 0;
+}
+
 /* One "files" line back into a record. 0 or PC_ENOTMANIFEST (JSON, but
  * not a manifest's line).
  */
 static int parse_line(const pc__mline_t *l, unsigned formats, uint32_t nroots,
                       pc__rec_t *rec) {
-  int f;
+  int f, err;
 
   memset(rec, 0, sizeof(*rec));
   if (!l->object || !l->size_int || l->size < 0 ||
@@ -76,6 +148,8 @@ static int parse_line(const pc__mline_t *l, unsigned formats, uint32_t nroots,
     if ((rec->err_msg = pc__strdup(l->error)) == NULL)
       return -ENOMEM;
   }
+  if ((err = parse_deltas(l, rec)) != 0)
+    return err;
   /* The raw name: path_hex when present (a name that is not UTF-8). */
   rec->path = l->hex != NULL    ? pc__unhex(l->hex)
               : l->path != NULL ? pc__strdup(l->path)
@@ -139,6 +213,7 @@ static void drop_recs(merge_t *m, size_t from) {
     m->nrecs--;
     free(m->recs[m->nrecs].path);
     free(m->recs[m->nrecs].err_msg);
+    free_deltas(&m->recs[m->nrecs]);
   }
 }
 
@@ -178,6 +253,7 @@ static int on_line(void *data, const pc__mline_t *l) {
   }
   free(m->recs[m->nrecs].path);
   free(m->recs[m->nrecs].err_msg);
+  free_deltas(&m->recs[m->nrecs]);
   if (err != PC_ENOTMANIFEST)
     return err;
   m->line_err = err;
@@ -208,6 +284,28 @@ static int read_input(const char *path, merge_t *m, pc__buf_t *text,
     return err;
   if (!h->options || (h->has_roots && !h->roots_list))
     return PC_ENOTMANIFEST;
+  return 0;
+}
+
+/* The first input's "dictionaries" into d (the shards', the same in each:
+ * pc__mhead_same_job()), as strings owned by the caller.
+ */
+static int take_dicts(const pc__mhead_t *h, pc__mdoc_t *d, char ***dicts) {
+  unsigned k;
+
+  *dicts = NULL;
+  for (d->ndicts = 0;
+       d->ndicts < PC_DICT_DIRS_MAX && pc__mhead_dict(h, d->ndicts) != NULL;
+       d->ndicts++)
+    ;
+  if (d->ndicts == 0)
+    return 0;
+  if ((*dicts = calloc(d->ndicts, sizeof(**dicts))) == NULL)
+    return -ENOMEM;
+  for (k = 0; k < d->ndicts; k++)
+    if (((*dicts)[k] = pc__strdup(pc__mhead_dict(h, k))) == NULL)
+      return -ENOMEM;
+  d->dicts = (const char *const *)*dicts;
   return 0;
 }
 
@@ -267,7 +365,7 @@ static int merge(const char *out,
                  int (*put)(void *data, const void *buf, size_t len),
                  void *data, const char *const *in, size_t nin, size_t *bad) {
   pc__mhead_t first;
-  char **labels = NULL;
+  char **labels = NULL, **dicts = NULL;
   merge_t m;
   pc__mold_t old;
   pc__mdest_t to;
@@ -292,7 +390,8 @@ static int merge(const char *out,
     goto out;
   at = 0;
   if ((err = parse_options(&first.opt, &d)) != 0 ||
-      (err = take_roots(&first, &d, &labels)) != 0)
+      (err = take_roots(&first, &d, &labels)) != 0 ||
+      (err = take_dicts(&first, &d, &dicts)) != 0)
     goto out;
   if (line_err != 0) {
     at = bad_line;
@@ -326,6 +425,9 @@ out:
   for (k = 0; labels != NULL && k < d.nroots; k++)
     free(labels[k]);
   free(labels);
+  for (k = 0; dicts != NULL && k < d.ndicts; k++)
+    free(dicts[k]);
+  free(dicts);
   pc__mhead_free(&first);
   return err;
 }

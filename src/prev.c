@@ -302,25 +302,6 @@ static int on_files(void *data, const pc__mhead_t *h, int *want) {
   return 0;
 }
 
-/* 64 lower-case hex digits into 32 bytes (a zero byte too, which
- * pc__unhexn(), made for names, refuses). 0, or -1 for anything else.
- */
-static int unhex_sha256(const char *h, unsigned char out[32]) {
-  int k;
-
-  if (strlen(h) != 64)
-    return -1;
-  for (k = 0; k < 64; k++) {
-    int v = h[k] >= '0' && h[k] <= '9'   ? h[k] - '0'
-            : h[k] >= 'a' && h[k] <= 'f' ? h[k] - 'a' + 10
-                                         : -1;
-    if (v < 0)
-      return -1;
-    out[k / 2] = (unsigned char)(k % 2 ? out[k / 2] | v : v << 4);
-  }
-  return 0;
-}
-
 /* Entry md of a line's deltas into *d. 1 if usable, 0 if not. */
 static int usable_delta(const sink_t *s, const pc__mdelta_t *md,
                         pc__prev_delta_t *d) {
@@ -351,7 +332,7 @@ static int usable_delta(const sink_t *s, const pc__mdelta_t *md,
   }
   if (d->skip == PC_DSKIP_LINK || d->skip == PC_DSKIP_ERROR)
     return 1; /* no dictionary read: no hash, no size */
-  if (md->sha256 == NULL || unhex_sha256(md->sha256, d->sha256) != 0 ||
+  if (md->sha256 == NULL || pc__unhex_hash(md->sha256, d->sha256, 32) != 0 ||
       !md->dsize_int || md->dict_size < 0 || !md->dmtime_int)
     return 0;
   d->dict_size = (uint64_t)md->dict_size;

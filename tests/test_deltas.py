@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import subprocess
 
 from pctest import PCTestCase, main, make_world_accessible, read, run, write
@@ -241,6 +242,28 @@ class Deltas(PCTestCase):
         self.assertEqual(json.loads(r.out)["unchanged"], 0, r.out)
         self.assertEqual(deltas_of(r2), [])
         self.assertNotIn("dictionaries", json.loads(read(man)))
+
+    def test_shards_merge(self):
+        r1, f1, r2, f2 = self.releases()
+        whole = self.path("whole.json")
+        one = self.path("one")
+        shutil.copytree(r2, one)
+        self.assertEqual(run(["--dictionary-from", r1, "--manifest", whole, one]).rc, 0)
+        parts = []
+        for k in (1, 2):
+            m = self.path("m%d.json" % k)
+            r = run(["--shard", "%d/2" % k, "--dictionary-from", r1, "--manifest", m, r2])
+            self.assertEqual(r.rc, 0, r)
+            parts.append(m)
+        merged = self.path("merged.json")
+        r = run(["merge-manifests", merged] + parts)
+        self.assertEqual(r.rc, 0, r)
+        a, b = json.loads(read(whole)), json.loads(read(merged))
+        self.assertEqual(b["dictionaries"], [r1])
+        for e in a["files"] + b["files"]:  # the copy's mtimes are its own
+            e.pop("mtime_ns")
+        self.assertEqual(a["files"], b["files"])  # every delta listed, as one run lists it
+        self.assertTrue(any("size" in x for e in b["files"] for x in e.get("deltas", [])))
 
     def test_check_and_dry_run(self):
         r1, f1, r2, f2 = self.releases()
