@@ -355,11 +355,13 @@ static int merge_main(int argc, char **argv) {
 }
 
 /* precompress server-config nginx --part http|location [--location PREFIX]
- * MANIFEST: the nginx include that serves the manifest's .dcb/.dcz outputs
+ * MANIFEST, or server-config apache [--location PREFIX] MANIFEST: the
+ * server configuration that serves the manifest's .dcb/.dcz outputs
  * (pc_server_config(); docs/deltas.md, "Serving"), on standard output.
  */
 static int server_config_main(int argc, char **argv) {
   const char *prefix = "/", *part = NULL, *manifest = NULL;
+  const char *server = argc > 2 ? argv[2] : "";
   int i, err, kind = 0;
 
   for (i = 3; i < argc; i++) {
@@ -372,20 +374,24 @@ static int server_config_main(int argc, char **argv) {
     else
       manifest = NULL, i = argc + 1;
   }
-  if (part != NULL)
+  if (strcmp(server, "apache") == 0)
+    kind = part == NULL ? PC_CONF_APACHE : 0;
+  else if (strcmp(server, "nginx") == 0 && part != NULL)
     kind = strcmp(part, "http") == 0       ? PC_CONF_NGINX_HTTP
            : strcmp(part, "location") == 0 ? PC_CONF_NGINX_LOCATION
                                            : 0;
-  if (argc < 3 || strcmp(argv[2], "nginx") != 0 || i > argc || kind == 0 ||
-      manifest == NULL) {
+  if (i > argc || kind == 0 || manifest == NULL) {
     cli_report_msg(NULL, "usage: precompress server-config nginx --part "
-                         "http|location [--location URL] MANIFEST");
+                         "http|location [--location URL] MANIFEST\n"
+                         "   or: precompress server-config apache "
+                         "[--location URL] MANIFEST");
     return EXIT_USAGE;
   }
   err = pc_server_config(write_stdout, NULL, manifest, (pc_conf_t)kind, prefix);
   if (err == -EINVAL) {
     cli_report_msg(NULL, "--location: a URL path that begins and ends with "
-                         "'/', of letters, digits and -._~!&,;=@'");
+                         "'/', of letters, digits and -._~!&,;=@' (no ',' "
+                         "for apache)");
     return EXIT_USAGE;
   }
   if (err != 0 && !(stdout_gone || err == stdout_err))

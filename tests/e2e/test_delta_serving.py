@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """End to end, issue 22: dictionary-compressed outputs (RFC 9842 .dcz, .dcb) served by a real
-nginx configured with `precompress server-config nginx`, requested by http.client and taken by a
-real browser (Debian's chromium, headless).
+nginx configured with `precompress server-config nginx` and a real Apache httpd configured with
+`precompress server-config apache`, requested by http.client and taken by a real browser
+(Debian's chromium, headless).
 
 A two-release site is built here: release 1 and release 2 each have index.html, which loads
 static/app.<12 hex>.js and static/style.<12 hex>.css (Django's hashed names), and release 2's
@@ -35,6 +36,13 @@ script computes. The flags it needs: --headless --no-sandbox (root) --disable-gp
 --disable-sync; nothing else (no feature flag: Chromium >= 130 has the feature on; the page is
 http://127.0.0.1:PORT/, a secure context). Skipped, saying so, without nginx, zstd or chromium.
 
+ApacheDeltaServing: the same two tests against Apache httpd (apache2, Debian's modules),
+release N's generated include in its server context, `apache2 -t` first; Debian's mime types
+(/etc/mime.types types .js text/javascript: the delta's Content-Type must be the file's, as
+Apache types it), mod_deflate on for scripts and styles (the deltas must reach the client as
+they are on disk), and README.md's .br/.gz rules in the site's <Directory>: so without a
+dictionary the answer is the .br, with the delta codings refused and br not named the .gz.
+
 GeneratedConfig: server-config's output for a manifest written here (one map entry per
 dictionary, the name templates' match patterns, names it cannot write left out and counted, a
 type per extension with deltas; nginx -t accepts it) and its refusals (not JSON, not a manifest,
@@ -55,7 +63,8 @@ import subprocess
 import unittest
 
 from pctest import PCTestCase, main, read, run, write
-from test_serving import Server, find_binary, free_port
+from test_serving import (APACHE_MODULES, DEBIAN_MIME_CONF, Server, find_binary, free_port, indent,
+                          readme_snippet)
 
 MAGIC_DCZ = bytes.fromhex("5e2a4d1820000000")
 MAGIC_DCB = bytes.fromhex("ff444342")
@@ -64,6 +73,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync"]
 LOG_FORMAT = "$request_uri|$http_available_dictionary|$sent_http_content_encoding|$status"
+# Apache's: the request line (its URI is the one asked for, before any rewrite), the rest as nginx's.
+APACHE_LOG_FORMAT = "%r|%{Available-Dictionary}i|%{Content-Encoding}o|%>s"
 
 NUMBERS = [(i * 7919) % 1000 for i in range(6000)]
 
@@ -161,13 +172,109 @@ http {
             return [tuple(line.rstrip("\n").split("|")) for line in f if line.strip()]
 
 
-class DeltaServing(PCTestCase):
+class Apache(Server):
+    """Apache httpd with the generated include in its server context, on a port given, as
+    Debian's packaged server types files (/etc/mime.types, mods-available/mime.conf: .br is
+    the language Breton there), mod_deflate compressing scripts and styles on the fly (which
+    must leave the deltas alone), and README.md's .br/.gz rules in the files' <Directory>."""
+    name = "apache"
+    MODULES = ("mpm_event", "authz_core", "dir", "mime", "rewrite", "headers", "filter", "deflate")
+
+    def __init__(self, test, site, work, binary, port, include):
+        super().__init__(test, site, work)
+        self.port = port
+        self.binary = binary
+        self.conf = os.path.join(work, "apache2.conf")
+        self.error_log = os.path.join(work, "error.log")
+        self.access_log = os.path.join(work, "access.log")
+        for d in ("run", "lock"):
+            os.makedirs(os.path.join(work, d), exist_ok=True)
+        user = "User nobody\nGroup nogroup\n" if os.geteuid() == 0 else ""
+        mime = "Include %s" % DEBIAN_MIME_CONF if os.path.isfile(DEBIAN_MIME_CONF) else \
+            "AddType application/x-gzip .gz .tgz\nAddLanguage br .br"
+        mods = "".join("LoadModule %s_module %s/mod_%s.so\n" % (m, APACHE_MODULES, m)
+                       for m in self.MODULES)
+        with open(self.conf, "w") as f:
+            f.write("""ServerRoot "%(w)s"
+ServerName 127.0.0.1
+Listen 127.0.0.1:%(port)d
+%(mods)s%(user)sPidFile "%(w)s/run/apache2.pid"
+DefaultRuntimeDir "%(w)s/run"
+Mutex file:%(w)s/lock default
+ErrorLog "%(w)s/error.log"
+LogLevel warn
+LogFormat "%(fmt)s" pc
+CustomLog "%(w)s/access.log" pc
+TypesConfig /etc/mime.types
+%(mime)s
+AddOutputFilterByType DEFLATE text/html text/css text/javascript application/javascript
+DocumentRoot "%(site)s"
+DirectoryIndex index.html
+<Directory />
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory "%(site)s">
+    Require all granted
+    # README.md's snippet:
+%(readme)s</Directory>
+<Location "/">
+    Header set Cache-Control "no-store"
+</Location>
+<Location "/static/">
+    Header set Cache-Control "max-age=3600"
+</Location>
+Include "%(inc)s"
+""" % {"w": work, "port": port, "mods": mods, "user": user, "mime": mime, "site": site,
+                "fmt": APACHE_LOG_FORMAT, "inc": include,
+                "readme": indent(readme_snippet("apache"), " " * 4)})
+
+    def command(self):
+        return [self.binary, "-f", self.conf, "-DFOREGROUND"]
+
+    def configtest(self):
+        return subprocess.run([self.binary, "-f", self.conf, "-t"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+
+    def diagnostics(self):
+        out = super().diagnostics()
+        try:
+            with open(self.error_log, "rb") as f:
+                out += "\n--- error.log\n" + f.read()[-3000:].decode(errors="replace")
+        except OSError:
+            pass
+        return out
+
+    def log_lines(self):
+        """The access log as nginx's: (uri, available_dictionary, content_encoding, status)."""
+        out = []
+        with open(self.access_log) as f:
+            for line in f:
+                if line.strip():
+                    req, avail, coding, status = line.rstrip("\n").rsplit("|", 3)
+                    parts = req.split()
+                    out.append((parts[1] if len(parts) > 1 else req, avail, coding, status))
+        return out
+
+
+def apache_binary():
+    """apache2 (Debian) or httpd, with the modules Apache needs; else None and why."""
+    binary = find_binary("apache2") or find_binary("httpd")
+    if not binary:
+        return None, "apache2 not found (apt-get install apache2)"
+    missing = [m for m in Apache.MODULES
+               if not os.path.isfile("%s/mod_%s.so" % (APACHE_MODULES, m))]
+    if missing:
+        return None, "Apache modules %s not found in %s" % (", ".join(missing), APACHE_MODULES)
+    return binary, None
+
+
+class Releases(PCTestCase):
+    """The two releases, compressed (release 2 with its deltas), and what the tests of each
+    server share: a request, a delta decoded, chromium loading release 1 then release 2."""
 
     def setUp(self):
         super().setUp()
-        self.nginx = find_binary("nginx")
-        if not self.nginx:
-            self.skipTest("nginx not found (apt-get install nginx)")
         if not shutil.which("zstd"):
             self.skipTest("the zstd CLI not found (apt-get install zstd)")
         os.chmod(self.tmp, 0o755)
@@ -228,22 +335,6 @@ class DeltaServing(PCTestCase):
         with open(manifest, "w") as f:
             json.dump(m, f)
 
-    def serve(self, release):
-        """nginx serving release N from its generated include, on self.port."""
-        work = self.path("nginx%d" % release)
-        os.mkdir(work)
-        incs = []
-        for part in ("http", "location"):
-            r = run(["server-config", "nginx", "--part", part, "--location", "/static/",
-                     self.manifests[release]])
-            self.assertEqual(r.rc, 0, r)
-            inc = os.path.join(work, part + ".conf")
-            write(inc, r.out.encode())
-            incs.append(inc)
-        server = Nginx(self, self.path("r%d" % release), work, self.nginx, self.port, *incs)
-        server.start()
-        return server
-
     def get(self, path, headers):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
@@ -269,47 +360,58 @@ class DeltaServing(PCTestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         return p.stdout
 
-    def test_nginx_serves_deltas(self):
-        self.serve(2)
-        for name, ctype in (("app.js", "application/javascript"), ("style.css", "text/css")):
+    def check_serves_deltas(self, types, fallback):
+        """Release 2, served: each file's delta with its headers, decoded; what the server
+        sends instead without a dictionary it knows or with the delta codings refused
+        (fallback(Accept-Encoding): the coding of the file's own output expected then); the
+        file itself without Accept-Encoding. types: the file's Content-Type, any of."""
+        for name in ("app.js", "style.css"):
             with self.subTest(name):
                 new, new_data = self.files[(2, name)]
                 old_data = self.files[(1, name)][1]
                 url = "/static/" + new
                 avail = ":%s:" % base64.b64encode(sha256(old_data)).decode()
                 match = 'match="/static/%s.*.%s"' % tuple(name.split("."))
+                st, h, body = self.get(url, {})
+                self.assertEqual((st, h.get("content-encoding"), body), (200, None, new_data))
+                ctype = h.get("content-type")
+                self.assertIn(ctype, types[name], h)
+                self.assertEqual(h.get("use-as-dictionary"), match)
+                self.assertEqual(h.get("cache-control"), "max-age=3600")
                 st, h, body = self.get(url, {"Accept-Encoding": ACCEPT_ALL,
                                              "Available-Dictionary": avail})
                 self.assertEqual(st, 200)
                 self.assertIn(h.get("content-encoding"), ("dcz", "dcb"), h)
-                self.assertEqual(h.get("content-type"), ctype)
+                self.assertEqual(h.get("content-type"), ctype, h)
                 vary = [v.strip().lower() for v in h.get("vary", "").split(",")]
                 self.assertIn("accept-encoding", vary, h)
                 self.assertIn("available-dictionary", vary, h)
                 self.assertEqual(h.get("use-as-dictionary"), match)
                 self.assertLess(len(body), len(new_data) // 10)
+                delta = self.path("r2", "static", "%s.%s.%s" % (new, sha256(old_data).hex()[:16],
+                                                                h["content-encoding"]))
+                self.assertTrue(os.path.isfile(delta), "sent as %s, no such delta" % h["content-encoding"])
+                self.assertEqual(body, read(delta), "not the delta's bytes")
                 if h["content-encoding"] == "dcz":
                     self.assertEqual(self.decode_delta(body, old_data), new_data)
                 else:  # no brotli 1.1 decoder here: the header at least
                     self.assertEqual(body[:4], MAGIC_DCB)
                     self.assertEqual(body[4:36], sha256(old_data))
-                gz = read(self.path("r2", "static", new + ".gz"))
                 for headers, why in (
                         ({"Accept-Encoding": ACCEPT_ALL}, "no Available-Dictionary"),
                         ({"Accept-Encoding": "dcb;q=0, dcz;q=0, gzip", "Available-Dictionary": avail},
                          "the delta codings refused"),
                         ({"Accept-Encoding": ACCEPT_ALL,
                           "Available-Dictionary": ":%s:" % base64.b64encode(b"\1" * 32).decode()},
-                         "a dictionary the server has no delta for")):
+                         "a dictionary the server has no delta for"),
+                        ({"Available-Dictionary": avail}, "no Accept-Encoding")):
                     st, h, body = self.get(url, headers)
-                    self.assertEqual((st, h.get("content-encoding")), (200, "gzip"), why)
-                    self.assertEqual(body, gz, why)
+                    want = fallback(headers.get("Accept-Encoding", ""))
+                    self.assertEqual((st, h.get("content-encoding")), (200, want), why)
+                    suffix = {"br": ".br", "gzip": ".gz", None: ""}[want]
+                    self.assertEqual(body, read(self.path("r2", "static", new + suffix)), why)
+                    self.assertEqual(h.get("content-type"), ctype, why)
                     self.assertEqual(h.get("use-as-dictionary"), match, why)
-                st, h, body = self.get(url, {})
-                self.assertEqual((st, h.get("content-encoding"), body), (200, None, new_data))
-                self.assertEqual(h.get("content-type"), ctype)
-                self.assertEqual(h.get("use-as-dictionary"), match)
-                self.assertEqual(h.get("cache-control"), "max-age=3600")
         # The page is no dictionary and is not cached; an unknown file is a 404.
         st, h, _ = self.get("/", {"Accept-Encoding": ACCEPT_ALL})
         self.assertEqual((st, h.get("use-as-dictionary"), h.get("cache-control")),
@@ -317,7 +419,10 @@ class DeltaServing(PCTestCase):
         st, h, _ = self.get("/static/nothing.js", {"Accept-Encoding": ACCEPT_ALL})
         self.assertEqual((st, h.get("use-as-dictionary")), (404, None))
 
-    def test_chromium_takes_deltas(self):
+    def check_chromium_takes_deltas(self):
+        """chromium loads release 1's page, then release 2's (one profile, a server each, on
+        the same port): the access log shows release 2's script and style sent as deltas,
+        and the page what release 2's script computes."""
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         if not chromium:
             self.skipTest("chromium not found (apt-get install chromium; .ci/deps test has it)")
@@ -348,6 +453,77 @@ class DeltaServing(PCTestCase):
             self.assertIn(hits[0][2], ("dcz", "dcb"), logs[2])
             self.assertEqual(hits[0][3], "200", logs[2])
         print("chromium took %s" % ", ".join("%s as %s" % (l[0], l[2]) for l in logs[2]))
+
+
+class DeltaServing(Releases):
+    """nginx, configured with `server-config nginx` (both parts)."""
+
+    def setUp(self):
+        self.nginx = find_binary("nginx")
+        if not self.nginx:
+            self.skipTest("nginx not found (apt-get install nginx)")
+        super().setUp()
+
+    def serve(self, release):
+        """nginx serving release N from its generated include, on self.port."""
+        work = self.path("nginx%d" % release)
+        os.mkdir(work)
+        incs = []
+        for part in ("http", "location"):
+            r = run(["server-config", "nginx", "--part", part, "--location", "/static/",
+                     self.manifests[release]])
+            self.assertEqual(r.rc, 0, r)
+            inc = os.path.join(work, part + ".conf")
+            write(inc, r.out.encode())
+            incs.append(inc)
+        server = Nginx(self, self.path("r%d" % release), work, self.nginx, self.port, *incs)
+        server.start()
+        return server
+
+    def test_nginx_serves_deltas(self):
+        self.serve(2)
+        # This nginx has no brotli_static: .gz to whoever accepts gzip.
+        self.check_serves_deltas({"app.js": ("application/javascript",), "style.css": ("text/css",)},
+                                 lambda accept: "gzip" if "gzip" in accept else None)
+
+    def test_chromium_takes_deltas(self):
+        self.check_chromium_takes_deltas()
+
+
+class ApacheDeltaServing(Releases):
+    """Apache httpd, configured with `server-config apache`, `apache2 -t` first."""
+
+    def setUp(self):
+        self.apache, why = apache_binary()
+        if not self.apache:
+            self.skipTest(why)
+        super().setUp()
+
+    def serve(self, release):
+        """Apache serving release N from its generated include, on self.port."""
+        work = self.path("apache%d" % release)
+        os.mkdir(work)
+        r = run(["server-config", "apache", "--location", "/static/", self.manifests[release]])
+        self.assertEqual(r.rc, 0, r)
+        inc = os.path.join(work, "pc-static.conf")
+        write(inc, r.out.encode())
+        server = Apache(self, self.path("r%d" % release), work, self.apache, self.port, inc)
+        t = server.configtest()
+        self.assertEqual(t.returncode, 0, "apache2 -t:\n%s\n%s"
+                         % (t.stdout.decode(errors="replace"), r.out))
+        server.start()
+        return server
+
+    def test_apache_serves_deltas(self):
+        self.serve(2)
+        # README.md's rules: .br, else .gz; q=0 refuses either.
+        self.check_serves_deltas(
+            {"app.js": ("application/javascript", "text/javascript"), "style.css": ("text/css",)},
+            lambda accept: "br" if re.search(r"\bbr\b", accept) else
+            "gzip" if "gzip" in accept else None)
+
+    def test_chromium_takes_deltas_from_apache(self):
+        self.check_chromium_takes_deltas()
 
 
 class GeneratedConfig(PCTestCase):
@@ -408,6 +584,48 @@ class GeneratedConfig(PCTestCase):
                            stderr=subprocess.STDOUT)
         self.assertEqual(p.returncode, 0, p.stdout.decode(errors="replace"))
 
+    def test_apache_entries(self):
+        sha_a, sha_b = "ab" * 32, "cd" * 32
+        delta = lambda sha: {"format": "dcz", "from": 0, "dictionary": "x", "sha256": sha, "size": 9}
+        m = self.manifest([
+            {"path": "js/app.3f2a9c1e4b7d.js", "size": 9, "deltas": [delta(sha_a)]},
+            {"path": "js/vendor.0123abcd.js", "size": 9, "deltas": [delta(sha_a), delta(sha_b)]},
+            {"path": "app-BfH3k9Qz.css", "size": 9, "deltas": [delta(sha_b)]},
+            {"path": "my-element.mjs", "size": 9},
+            {"path": "logo.png", "size": 9, "skipped": "extension"},
+            {"path": "broken.js", "size": 9, "error": "Permission denied"},
+            {"path": "a b.js", "size": 9}, {"path": "odd$name.js", "size": 9},
+            {"path": "a,b.js", "size": 9},
+            {"path": "Case.js", "size": 9}, {"path": "case.js", "size": 9},
+        ])
+        r = run(["server-config", "apache", "--location", "/s/", m])
+        self.assertEqual(r.rc, 0, r)
+        for b in (bytes.fromhex(sha_a), bytes.fromhex(sha_b)):
+            cond = 'RewriteCond "%%{HTTP:Available-Dictionary}" "=:%s:"\n' % base64.b64encode(b).decode()
+            rule = 'RewriteRule "^/s/" "-" "[NS,E=PC_ID:%s]"\n' % b.hex()[:16]
+            self.assertEqual(r.out.count(cond + rule), 1, r.out)
+        uad = re.findall(r'^RewriteRule "\^(.*)\(\\\.\(br\|gz\|zst\)\|\\\.\[0-9a-f\]\{16\}\\\.dc\[bz\]\)\?\$" '
+                         r'"-" "\[NS,E=PC_UAD:(.*)\]"$', r.out, re.M)
+        # Apache compares URLs with regard to case: Case.js and case.js are two files.
+        self.assertEqual(sorted(uad), sorted([
+            (r"/s/app-BfH3k9Qz\.css", "/s/app-*.css"), (r"/s/Case\.js", "/s/Case.js"),
+            (r"/s/case\.js", "/s/case.js"), (r"/s/js/app\.3f2a9c1e4b7d\.js", "/s/js/app.*.js"),
+            (r"/s/js/vendor\.0123abcd\.js", "/s/js/vendor.*.js"),
+            (r"/s/my-element\.mjs", "/s/my-element.mjs")]), r.out)
+        self.assertIn("# 3 files left out of Use-As-Dictionary", r.out)
+        for coding in ("dcb", "dcz"):
+            self.assertIn('RewriteCond "%%{DOCUMENT_ROOT}$1.%%{ENV:PC_ID}.%s" -f\n' % coding, r.out)
+        self.assertIn('<Location "/s/">', r.out)
+        apache, why = apache_binary()
+        if not apache:
+            self.skipTest(why + ": the configuration not checked by apache2 -t")
+        os.chmod(self.tmp, 0o755)
+        inc = self.path("pc.conf")
+        write(inc, r.out.encode())
+        server = Apache(self, self.tmp, self.path("apache"), apache, free_port(), inc)
+        t = server.configtest()
+        self.assertEqual(t.returncode, 0, t.stdout.decode(errors="replace"))
+
     def test_refusals(self):
         good = self.manifest([{"path": "a.js", "size": 1}])
         write(self.path("bad.json"), b"{not json")
@@ -421,6 +639,10 @@ class GeneratedConfig(PCTestCase):
                 (["nginx", "--part", "http", "--location", "/a b/", good], 2, "--location"),
                 (["nginx", "--part", "server", good], 2, "usage"),
                 (["apache", "--part", "http", good], 2, "usage"),
+                (["apache", "--location", "/a,b/", good], 2, "--location"),
+                (["apache", self.path("bad.json")], 1, "invalid JSON"),
+                (["apache"], 2, "usage"),
+                (["caddy", good], 2, "usage"),
                 (["nginx", good], 2, "usage")):
             r = run(["server-config"] + args)
             self.assertEqual((r.rc, r.out), (rc, ""), (args, r))

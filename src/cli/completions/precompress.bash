@@ -20,7 +20,7 @@ _precompress() {
   fi
   if [[ ${words[1]} == server-config ]]; then
     case $prev in
-      server-config) COMPREPLY=($(compgen -W "nginx" -- "$cur")) ;;
+      server-config) COMPREPLY=($(compgen -W "nginx apache" -- "$cur")) ;;
       --part) COMPREPLY=($(compgen -W "http location" -- "$cur")) ;;
       --location) ;;
       *) if [[ $cur == -* ]]; then

@@ -1,0 +1,61 @@
+/* What pc_server_config() (serverconf.c) reads from a manifest, and the
+ * generators that write a server's configuration from it: nginx
+ * (serverconf_nginx.c) and Apache httpd (serverconf_apache.c). The
+ * manifest is read, and each file's Use-As-Dictionary URL pattern made, in
+ * one place; each server's file only writes.
+ */
+#ifndef PC_SERVERCONF_H
+#define PC_SERVERCONF_H
+
+#include "common.h"
+
+#include <string.h>
+
+#define PC__CONF_ID_HEX 16 /* the <id> of FILE.<id>.dcz: SHA-256's first */
+
+/* One file of the manifest's "files". */
+typedef struct pc__conf_file {
+  char *path;  /* below the root, as the manifest has it */
+  char *match; /* Use-As-Dictionary's URL pattern (the URL with the content
+                  hash in the name as '*'), NULL for a file not compressed
+                  or whose name is not plain (serverconf.c) */
+  int kept;    /* it has a delta kept (a "deltas" entry with a "size") */
+} pc__conf_file_t;
+
+/* A dictionary of the manifest's "deltas". */
+typedef struct pc__conf_dict {
+  char hex[65]; /* its SHA-256, hex: hex[0..15] is the <id> */
+  char b64[45]; /* the same, base64: Available-Dictionary is ":<b64>:" */
+} pc__conf_dict_t;
+
+typedef struct pc__conf {
+  pc__buf_t out;          /* what is written */
+  const char *prefix;     /* the URL of the manifest's root: /.../ */
+  pc__conf_file_t *files; /* in the manifest's order */
+  size_t nfiles, fcap;
+  pc__conf_dict_t *dicts; /* distinct, by hex */
+  size_t ndicts, dcap;
+  size_t not_plain; /* files compressed whose names are not plain */
+} pc__conf_t;
+
+/* nginx: the maps, for http {}; `location ^~ PREFIX`, for server {}.
+ * Apache httpd: rules for a <VirtualHost> (or the main server). Each
+ * appends to c->out: 0 or -ENOMEM. */
+int pc__conf_nginx_http(pc__conf_t *c);
+int pc__conf_nginx_location(pc__conf_t *c);
+int pc__conf_apache(pc__conf_t *c);
+
+/* Each line of text appended to b indented by `ind` spaces: 0, -ENOMEM.
+ * Inline: the generators share it, and serverconf.c calls them. */
+static inline int pc__conf_indented(pc__buf_t *b, const char *text, int ind) {
+  int err = 0;
+  while (*text && err == 0) {
+    const char *nl = strchr(text, '\n');
+    size_t n = nl ? (size_t)(nl - text + 1) : strlen(text);
+    err = pc__buf_printf(b, "%*s%.*s", ind, "", (int)n, text);
+    text += n;
+  }
+  return err;
+}
+
+#endif /* PC_SERVERCONF_H */
