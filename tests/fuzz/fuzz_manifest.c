@@ -160,7 +160,11 @@ static void ref_load(ref_t *ref, json_t *doc, int any, unsigned formats,
     ref->err = PC_ENOTMANIFEST;
     return;
   }
-  if (!ref_same_options(json_object_get(doc, "options"), formats))
+  /* These loads make no deltas: a manifest that names "dictionaries"
+   * (of any value) says nothing for them (pc__mhead_same_dicts()).
+   */
+  if (!ref_same_options(json_object_get(doc, "options"), formats) ||
+      json_object_get(doc, "dictionaries") != NULL)
     return;
   ref->has_table = 1;
   roots = json_object_get(doc, "roots");
@@ -190,7 +194,9 @@ static int ref_line(json_t *fe, unsigned formats, pc__prev_rec_t *rec) {
   int f;
 
   memset(rec, 0, sizeof(*rec));
+  /* A line with deltas holds only for a run that makes them. */
   if (json_object_get(fe, "error") != NULL ||
+      json_object_get(fe, "deltas") != NULL ||
       json_object_get(fe, "skipped") != NULL || !json_is_integer(size) ||
       !json_is_integer(mtime) || json_integer_value(size) < 0)
     return -1;
@@ -350,6 +356,50 @@ static void load(json_t *doc, int any, int deep, unsigned formats,
   free(ref.map);
 }
 
+/* Once more for a run with deltas (two --dictionary-from DIRs, both
+ * formats): no reference, but the status, and every delta of every record
+ * found within what such a run writes (docs/deltas.md).
+ */
+static void load_deltas(json_t *doc) {
+  static const char *const dirs[] = {"r1", "r2"};
+  static char site[] = "site";
+  char *one[] = {site};
+  pc__prev_t *p = NULL;
+  pc__spec_t spec;
+  json_t *fe;
+  size_t i;
+  int err;
+
+  memset(&spec, 0, sizeof(spec));
+  spec.formats = PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR);
+  memcpy(spec.level, level, sizeof(spec.level));
+  spec.ratio_num = 95;
+  spec.ratio_den = 100;
+  spec.dict_dirs = dirs;
+  spec.n_dict_dirs = 2;
+  spec.deltas = PC_DELTA_BIT(PC_DCB) | PC_DELTA_BIT(PC_DCZ);
+  err = pc__prev_load(&p, fd_path, &spec, one, 1, 1, PC__PREV_MIN_PART);
+  check(err == 0 || err == PC_EBADMANIFEST || err == PC_ENOTMANIFEST ||
+        err == -ENOMEM);
+  json_array_foreach(json_object_get(doc, "files"), i, fe) {
+    const char *path = json_string_value(json_object_get(fe, "path"));
+    const pc__prev_rec_t *r;
+    const pc__prev_delta_t *d;
+    uint32_t k;
+    if (i >= MAX_LOOKUPS || path == NULL ||
+        (r = pc__prev_find(p, 0, path)) == NULL)
+      continue;
+    check(r->ndeltas <= PC_NDELTAS * PC_DICT_DIRS_MAX);
+    d = pc__prev_deltas(p, r);
+    for (k = 0; k < r->ndeltas; k++) {
+      check(d[k].format < PC_NDELTAS && d[k].from < 2 &&
+            d[k].skip < PC_DSKIP_MAX_ && pc__prev_dict(p, &d[k]) != NULL);
+      check((d[k].skip == PC_DSKIP_NONE) == (d[k].size > 0));
+    }
+  }
+  pc__prev_free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static char site[] = "site", other[] = "other";
   char *one[] = {site}, *two[] = {other, site};
@@ -402,6 +452,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    * guesses, right or wrong, must change nothing.
    */
   load(doc, any, deep, PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR), one, 1, 16, 1);
+  load_deltas(doc);
   /* Judged only, as a manifest name is before it is replaced. */
   err = pc__prev_parse(NULL, &ours, (const char *)data, size, NULL, NULL, 0, 1,
                        0);
