@@ -158,6 +158,63 @@ static pc_delta_t *add(pc__job_t *j, int f, unsigned d, const pc__dictfile_t *p,
   return x;
 }
 
+/* The cache's key of delta format f of this content against dictionary
+ * h: the content's hash folded with the dictionary's, the content's size,
+ * a format byte no plain format has, the level. With --cache-dir a delta is
+ * made once for a content and a dictionary, as a plain output is.
+ */
+static void delta_key(const pc__work_t *w, int f, const unsigned char *h,
+                      pc__store_key_t *k) {
+  unsigned char in[16 + PC__SHA256_LEN];
+  XXH128_hash_t x;
+  int i;
+
+  for (i = 0; i < 8; i++) {
+    in[i] = (unsigned char)(w->h[0] >> (8 * i));
+    in[8 + i] = (unsigned char)(w->h[1] >> (8 * i));
+  }
+  memcpy(in + 16, h, PC__SHA256_LEN);
+  x = XXH3_128bits(in, sizeof(in));
+  memset(k, 0, sizeof(*k));
+  k->h[0] = x.low64;
+  k->h[1] = x.high64;
+  k->size = w->j->size;
+  k->format = (pc_format_t)(16 + f);
+  k->level = level_of(w->j->cfg, f);
+  k->engine = PC_GZIP_ZLIB;
+}
+
+/* Delta x from the cache into o: 1 when the cache decided it (a payload,
+ * kept or not by the keep rule against `best`, or a rejection above a
+ * limit at least ours), 0 to make it.
+ */
+static int delta_cached(const pc__work_t *w, const pc__store_key_t *k,
+                        uint64_t best, pc_delta_t *x, pc__buf_t *o) {
+  const pc__cfg_t *c = w->j->cfg;
+  uint64_t lim = pc__keep_limit(best, c->spec.ratio_num, c->spec.ratio_den);
+  pc__store_hit_t hit;
+  int got = 1;
+
+  if (!pc__store_get(c->cache, k, &hit))
+    return 0;
+  if (hit.rejected) {
+    got = hit.limit >= lim;
+    x->skip = PC_DSKIP_RATIO;
+  } else if (!pc__keep(best, hit.len, c->spec.ratio_num, c->spec.ratio_den)) {
+    x->skip = PC_DSKIP_RATIO;
+  } else if (pc__buf_reserve(o, (size_t)hit.len) != 0 ||
+             (hit.mem != NULL
+                  ? (memcpy(o->data, hit.mem, (size_t)hit.len), 0)
+                  : pc__store_read(&hit, 0, o->data, (size_t)hit.len)) != 0) {
+    got = 0; /* made here instead */
+  } else {
+    o->len = (size_t)hit.len;
+    x->size = hit.len;
+  }
+  pc__store_release(c->cache, &hit);
+  return got;
+}
+
 /* Every delta format against predecessor p (from DIR d), whose bytes are
  * dict[0..dn) and SHA-256 h.
  */
@@ -170,6 +227,8 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
   int f, err;
 
   for (f = 0; f < PC_NDELTAS; f++) {
+    int cache = c->cache != NULL && w->have_hash && !c->dry_run;
+    pc__store_key_t k;
     pc_delta_t *x;
     pc__buf_t *o;
     if (!(c->deltas & PC_DELTA_BIT(f)))
@@ -184,6 +243,16 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
       x->skip = PC_DSKIP_WINDOW;
       continue;
     }
+    if (cache) {
+      delta_key(w, f, h, &k);
+      if (delta_cached(w, &k, best, x, o)) {
+        if (x->skip != PC_DSKIP_NONE)
+          pc__buf_free(o);
+        continue;
+      }
+      x->skip = PC_DSKIP_NONE;
+      o->len = 0;
+    }
     if (pc__job_stopping(j))
       return PC_EINTERRUPTED;
     err = pc__delta_compress((pc__delta_t)f, level_of(c, f), dict, dn, h, src,
@@ -196,9 +265,16 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
       return err;
     if (!pc__keep(best, o->len, c->spec.ratio_num, c->spec.ratio_den)) {
       x->skip = PC_DSKIP_RATIO;
+      if (cache) /* a rejection: what was over our limit stays over it */
+        j->res.cache_puts += (unsigned)pc__store_put(
+            c->cache, &k, 0, NULL, -1, 0,
+            pc__keep_limit(best, c->spec.ratio_num, c->spec.ratio_den));
       pc__buf_free(o);
       continue;
     }
+    if (cache)
+      j->res.cache_puts +=
+          (unsigned)pc__store_put(c->cache, &k, 1, o->data, -1, o->len, 0);
     x->size = o->len;
   }
   return 0;

@@ -16,7 +16,7 @@ import random
 import shutil
 import subprocess
 
-from pctest import PCTestCase, main, make_world_accessible, read, run, write
+from pctest import PCTestCase, main, make_world_accessible, read, run, store_rows, write
 
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 
@@ -264,6 +264,41 @@ class Deltas(PCTestCase):
             e.pop("mtime_ns")
         self.assertEqual(a["files"], b["files"])  # every delta listed, as one run lists it
         self.assertTrue(any("size" in x for e in b["files"] for x in e.get("deltas", [])))
+
+    def test_cache(self):
+        r1, f1, r2, f2 = self.releases()
+        cache = self.path("cache")
+        trees = []
+        for k in range(3):
+            t = self.path("t%d" % k)
+            shutil.copytree(r2, t)
+            trees.append(t)
+        # Plain outputs first: the rows of the plain formats.
+        self.assertEqual(run(["--cache-dir", cache, trees[0]]).rc, 0)
+        plain = len(store_rows(cache))
+        # With deltas: one row per delta made (kept: its bytes; not kept: a
+        # rejection), keyed by the delta's format byte (16 + format).
+        r = run(["--cache-dir", cache, "--dictionary-from", r1, trees[1]])
+        self.assertEqual(r.rc, 0, r)
+        rows = store_rows(cache)
+        mine = [x for x in rows if x["key"][24] >= 16]
+        self.assertEqual(len(rows), plain + len(mine))
+        made = {os.path.relpath(p, trees[1]): read(p) for p in deltas_of(trees[1])}
+        kept = [x for x in mine if x["data"] is not None and len(x["data"]) > 0]
+        self.assertEqual(sorted(bytes(x["data"]) for x in kept), sorted(made.values()))
+        # Again on a fresh tree: every delta from the cache (no new row),
+        # byte for byte what was made.
+        r = run(["--cache-dir", cache, "--dictionary-from", r1, trees[2]])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(len(store_rows(cache)), len(rows))
+        self.assertEqual({os.path.relpath(p, trees[2]): read(p) for p in deltas_of(trees[2])}, made)
+        for rel, body in made.items():
+            if rel.endswith(".dcz"):
+                src = os.path.join(r2, rel.rsplit(".", 2)[0])
+                old = [k for k in f1 if k.split("/")[0] == rel.split("/")[0] and
+                       os.path.basename(k).split(".")[0].split("-")[0] ==
+                       os.path.basename(rel).split(".")[0].split("-")[0]]
+                self.check_dcz(os.path.join(trees[2], rel), os.path.join(r1, old[0]), src)
 
     def test_check_and_dry_run(self):
         r1, f1, r2, f2 = self.releases()
