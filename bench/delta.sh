@@ -112,6 +112,23 @@ timed() { # label pkg cmd...: appends "label wall user sys maxrss_kib" to $RES/$
 
 rm -rf "$RES"
 mkdir -p "$RES"
+
+# A decoder for .dcb (brotli >= 1.1, which Debian 12 lacks): bench/dcb_decode.c
+# against the brotli 1.1.0 of the prefix bench/build_brotli11.sh uses, else
+# the system's when it is 1.1 or later; none: .dcb are checked to their header.
+DCB_DECODE=
+prefix=${PC_RELEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/precompress-release}/prefix-$(uname -m)/usr
+tri=$(uname -m)-linux-gnu
+mkdir -p "$SCRATCH/tools"
+if [[ -f $prefix/lib/$tri/libbrotlidec.a ]] &&
+    cc -O2 -std=c11 -I"$prefix/include" "$HERE/dcb_decode.c" -o "$SCRATCH/tools/dcb_decode" \
+        "$prefix/lib/$tri/libbrotlidec.a" "$prefix/lib/$tri/libbrotlicommon.a" 2>/dev/null; then
+    DCB_DECODE=$SCRATCH/tools/dcb_decode
+elif pkg-config --atleast-version=1.1 libbrotlidec 2>/dev/null; then
+    read -ra flags <<<"$(pkg-config --cflags --libs libbrotlidec)"
+    cc -O2 -std=c11 "$HERE/dcb_decode.c" -o "$SCRATCH/tools/dcb_decode" "${flags[@]}" 2>/dev/null &&
+        DCB_DECODE=$SCRATCH/tools/dcb_decode
+fi
 "$PC" -V >"$RES/version"
 say "bench/delta: $(cat "$RES/version"); runs on $fs_kind ($MNT); RUNS=$RUNS"
 
@@ -141,12 +158,12 @@ for ((i = 1; i <= RUNS; i++)); do
             timed deltas "$pkg" "$PC" -q --dictionary-from "$MNT/r1" --manifest "$MNT/m.json" "$MNT/r2"
             cp "$MNT/m.json" "$RES/$pkg/deltas.json"
             # every kept output is where docs/deltas.md says, with its
-            # header, and every .dcz decodes to its file (.dcb: header only,
-            # brotli 1.1's decoder is not on Debian 12)
+            # header, and decodes to its file (.dcb: with bench/dcb_decode.c
+            # when it could be built, else its header only)
             if [[ $i == 1 ]]; then
-                /usr/bin/python3 - "$MNT/m.json" "$MNT/r1" "$MNT/r2" >"$RES/$pkg/check" <<'CHECK'
+                /usr/bin/python3 - "$MNT/m.json" "$MNT/r1" "$MNT/r2" "$DCB_DECODE" >"$RES/$pkg/check" <<'CHECK'
 import hashlib, json, os, subprocess, sys
-m, r1, r2 = sys.argv[1:4]
+m, r1, r2, dcb_decode = sys.argv[1:5]
 bad = 0
 for e in json.load(open(m))["files"]:
     for x in e.get("deltas", []):
@@ -167,11 +184,18 @@ for e in json.load(open(m))["files"]:
                 why = "size is not the manifest's"
             elif b[:len(magic)] != magic or b[len(magic):len(magic) + 32] != h.digest():
                 why = "bad header"
-            elif x["format"] == "dcz":
-                d = subprocess.run(["zstd", "-q", "-d", "--long=31", "-D", os.path.join(r1, x["dictionary"]), "-c"],
-                                   input=b[40:], capture_output=True)
-                if d.returncode or d.stdout != open(os.path.join(r2, e["path"]), "rb").read():
-                    why = "does not decode to the file"
+            else:
+                if x["format"] == "dcz":
+                    cmd = ["zstd", "-q", "-d", "--long=31", "-D", os.path.join(r1, x["dictionary"]), "-c"]
+                    body = b[40:]
+                elif dcb_decode:
+                    cmd, body = [dcb_decode, os.path.join(r1, x["dictionary"])], b
+                else:
+                    cmd = None
+                if cmd:
+                    d = subprocess.run(cmd, input=body, capture_output=True)
+                    if d.returncode or d.stdout != open(os.path.join(r2, e["path"]), "rb").read():
+                        why = "does not decode to the file"
         if why:
             bad += 1
             print("BAD\t%s\t%s" % (out, why))
@@ -185,12 +209,13 @@ cleanup
 trap - EXIT
 
 read -ra pkgs <<<"$PKGS"
-/usr/bin/python3 - "$RES" "$PAIRS_DIR" "$have_deltas" "$RUNS" "$fs_kind" "${pkgs[@]}" <<'EOF'
+/usr/bin/python3 - "$RES" "$PAIRS_DIR" "$have_deltas" "$RUNS" "$fs_kind" "$DCB_DECODE" "${pkgs[@]}" <<'EOF'
 import json, os, statistics, sys
 
-res, pairs_dir, have_deltas, runs, fs_kind = sys.argv[1:6]
+res, pairs_dir, have_deltas, runs, fs_kind, dcb_checked = sys.argv[1:7]
+dcb_checked = dcb_checked != ""
 have_deltas = have_deltas == "1"
-pkgs = sys.argv[6:]
+pkgs = sys.argv[7:]
 med = statistics.median
 
 def load_manifest(p):
@@ -334,7 +359,8 @@ if have_deltas:
         print(f"CHECK FAILED: outputs not as docs/deltas.md says in: {', '.join(bad)} ({res}/PKG/check).")
     else:
         print("Every kept output checked: at FILE.<id>.<fmt>, its size the manifest's, its header (magic, "
-              "the dictionary's SHA-256); every .dcz decoded with zstd -D to its file (.dcb: header only).")
+              "the dictionary's SHA-256); every .dcz decoded with zstd -D to its file, every .dcb "
+              + ("with brotli 1.1's decoder (bench/dcb_decode.c)." if dcb_checked else "to its header only (no brotli 1.1 decoder)."))
 else:
     print("| package | versions | files | changed | .br of changed | zstd --patch-from | / .br | median saving over .br | plain s | plain CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
