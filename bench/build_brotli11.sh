@@ -10,6 +10,7 @@
 # The libraries come from the private prefix dist/release.sh fills (fetched
 # here with dist/debian_fetch.py when it is missing: signed Debian indexes,
 # into PC_RELEASE_CACHE). BUILD defaults to build-bench in this tree.
+# PC_B11_TESTS=true builds the tests too (.ci/run runs the delta tests in it).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,7 +51,7 @@ if [[ ! -f $BUILD/build.ninja ]]; then
     rm -rf "$BUILD"
     PKG_CONFIG_LIBDIR=$prefix/usr/lib/$tri/pkgconfig \
         meson setup "$BUILD" "$ROOT" --native-file "$native" --buildtype=release \
-        -Dstatic=true -Dtests=false -Dzstd=enabled >/dev/null
+        -Dstatic=true -Dtests="${PC_B11_TESTS:-false}" -Dwerror=true -Dzstd=enabled >/dev/null
 fi
 ninja -C "$BUILD" >/dev/null
 v=$("$BUILD/src/cli/precompress" -V)

@@ -88,4 +88,3 @@ int pc__open_below(int dirfd, const char *dir, int follow) {
   fd = openat(dirfd, dir, PC_O_PATH | O_DIRECTORY | O_CLOEXEC);
   return fd >= 0 ? fd : beneath_err(errno);
 }
-

@@ -107,8 +107,8 @@ static int read_dict(pc__work_t *w, const pc__dictfile_t *p,
       return dfd;
     base = slash + 1;
   }
-  fd = openat(dfd, base, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-                             O_NOFOLLOW);
+  fd = openat(dfd, base,
+              O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0)
     err = errno == ELOOP ? PC_DSKIP_LINK : PC__ERRNO();
   if (slash != NULL)
@@ -146,8 +146,8 @@ static uint64_t best_plain(const pc__job_t *j) {
   return best;
 }
 
-static pc_delta_t *add(pc__job_t *j, int f, unsigned d,
-                       const pc__dictfile_t *p, const unsigned char *h) {
+static pc_delta_t *add(pc__job_t *j, int f, unsigned d, const pc__dictfile_t *p,
+                       const unsigned char *h) {
   pc_delta_t *x = &j->res.deltas[j->res.ndeltas++];
 
   memset(x, 0, sizeof(*x));
@@ -163,8 +163,8 @@ static pc_delta_t *add(pc__job_t *j, int f, unsigned d,
  * dict[0..dn) and SHA-256 h.
  */
 static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
-                   const unsigned char *dict, size_t dn,
-                   const unsigned char *h, const unsigned char *src) {
+                   const unsigned char *dict, size_t dn, const unsigned char *h,
+                   const unsigned char *src) {
   pc__job_t *j = w->j;
   const pc__cfg_t *c = j->cfg;
   uint64_t best = best_plain(j);
@@ -362,10 +362,12 @@ static int kept_name(const pc__job_t *j, const char *name) {
   return 0;
 }
 
+static int hexval(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
+
 /* Removes the old delta outputs not kept, each recorded as removed. */
 static void remove_stale(pc__work_t *w) {
   pc__job_t *j = w->j;
-  unsigned nold = 0;
+  unsigned nold = 0, k;
   char **n;
   pc_delta_t *grown;
 
@@ -373,8 +375,8 @@ static void remove_stale(pc__work_t *w) {
     nold++;
   if (nold == 0 || w->odir.fd < 0)
     return;
-  if ((grown = realloc(j->res.deltas, (j->res.ndeltas + nold) *
-                                          sizeof(*grown))) == NULL) {
+  if ((grown = realloc(j->res.deltas,
+                       (j->res.ndeltas + nold) * sizeof(*grown))) == NULL) {
     pc__job_fail(j, -ENOMEM, NULL);
     return;
   }
@@ -392,6 +394,10 @@ static void remove_stale(pc__work_t *w) {
     x = &j->res.deltas[j->res.ndeltas++];
     memset(x, 0, sizeof(*x));
     x->format = (*n)[len - 1] == 'b' ? PC_DCB : PC_DCZ;
+    /* Its name's id: the first 8 bytes of the hash it was made against. */
+    for (k = 0; k < 8; k++)
+      x->sha256[k] = (unsigned char)(hexval((*n)[len - 20 + 2 * k]) << 4 |
+                                     hexval((*n)[len - 19 + 2 * k]));
     x->skip = PC_DSKIP_RATIO; /* not kept: no pairing gives it now */
     x->action = PC_ACT_REMOVE;
     x->from = UINT32_MAX; /* none */
@@ -404,8 +410,7 @@ void pc__deltas_settle(pc__work_t *w) {
 
   if (j->res.err == 0 && j->skip == PC_SKIP_NONE && w->dw != NULL)
     for (k = 0; k < j->res.ndeltas; k++)
-      if (j->res.deltas[k].skip == PC_DSKIP_NONE &&
-          write_delta(w, k) != 0)
+      if (j->res.deltas[k].skip == PC_DSKIP_NONE && write_delta(w, k) != 0)
         break;
   /* A stop or a file gone: nothing is known of its outputs; leave them. */
   if (j->res.err == PC_EINTERRUPTED || j->res.err == -ENOENT)

@@ -79,8 +79,7 @@ static int list(const lister_t *l, int fd, const char *rel, int depth) {
   while (err == 0 && (errno = 0, e = readdir(d)) != NULL) {
     struct stat st;
     const char *name = e->d_name;
-    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-        not_a_source(name))
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || not_a_source(name))
       continue;
     if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       char *p = pc__path_join(rel, name);

@@ -21,11 +21,11 @@ typedef struct pc__dictfile {
 
 typedef struct pc__dictset {
   unsigned ndirs;
-  int fd[PC_DICT_DIRS_MAX];  /* O_PATH, the run's; -1 when it failed */
-  pc__dictfile_t *files;     /* sorted by (dir, rel) */
+  int fd[PC_DICT_DIRS_MAX]; /* O_PATH, the run's; -1 when it failed */
+  pc__dictfile_t *files;    /* sorted by (dir, rel) */
   size_t n, cap;
-  pc__dictfile_t **bykey;    /* sorted by (dir, key, newest first, rel) */
-  const char *const *tmpls;  /* the name templates (dictname.h) */
+  pc__dictfile_t **bykey;   /* sorted by (dir, key, newest first, rel) */
+  const char *const *tmpls; /* the name templates (dictname.h) */
   size_t ntmpls;
 } pc__dictset_t;
 

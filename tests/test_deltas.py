@@ -114,7 +114,7 @@ class Deltas(PCTestCase):
             self.assertEqual(d[0]["from"], 0)
             self.assertEqual(d[0]["sha256"], hashlib.sha256(f1[old]).hexdigest())
         self.assertEqual(by["js/same.js"]["deltas"][0]["skipped"], "identical")
-        made = deltas_of(r2)
+        made = [p for p in deltas_of(r2) if p.endswith(".dcz")]  # and .dcb where built
         kept = 0
         for rel, old in pred.items():
             d = [x for x in by[rel]["deltas"] if x["format"] == "dcz"][0]
@@ -153,10 +153,22 @@ class Deltas(PCTestCase):
             return
         self.assertEqual(r.rc, 0, r)
         made = deltas_of(r2)
-        self.assertTrue(made and all(p.endswith(".dcb") for p in made), made)
+        self.assertEqual(len(made), 4, made)
+        self.assertTrue(all(p.endswith(".dcb") for p in made), made)
+        # Decoded by libbrotlidec 1.1 given the dictionary (dcb_decode checks
+        # the magic and the dictionary's SHA-256 first).
+        dec = os.environ.get("PC_DCB_DECODE")
         for p in made:
-            body = read(p)
-            self.assertEqual(body[:4], DCB_MAGIC)
+            src = p.rsplit(".", 2)[0]
+            rel = os.path.relpath(src, r2)
+            key = rel.split("/")[0] + "/" + os.path.basename(rel).split(".")[0].split("-")[0]
+            old = [k for k in f1 if (k.split("/")[0] + "/" + os.path.basename(k).split(".")[0].split("-")[0]) == key]
+            self.assertEqual(len(old), 1, (p, old))
+            self.assertEqual(read(p)[:4], DCB_MAGIC)
+            self.assertEqual(read(p)[4:36], hashlib.sha256(f1[old[0]]).digest())
+            out = subprocess.run([dec, os.path.join(r1, old[0]), p], capture_output=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout, read(src), p)
 
     def test_stale_deltas_go(self):
         r1, f1, r2, f2 = self.releases()
@@ -183,6 +195,29 @@ class Deltas(PCTestCase):
         self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)
         for p in deltas_of(r2):
             self.assertFalse(os.path.exists(p + ".gz"), p)
+
+    def test_check_and_dry_run(self):
+        r1, f1, r2, f2 = self.releases()
+        self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)
+        made = deltas_of(r2)
+        # All current: --check says nothing and exits 0.
+        r = run(["--check", "--dictionary-from", r1, r2])
+        self.assertEqual((r.rc, r.out), (0, ""), r)
+        # One missing: --check names it and exits 1; -n says it would write it.
+        os.unlink(made[0])
+        r = run(["--check", "--dictionary-from", r1, r2])
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.out, "missing %s\n" % made[0])
+        r = run(["-n", "--dictionary-from", r1, r2])
+        self.assertIn("would write %s\n" % made[0], r.out)
+        self.assertFalse(os.path.exists(made[0]))
+        # The pairing gone: -n says which it would remove, and removes none.
+        empty = self.path("r0")
+        os.makedirs(empty)
+        r = run(["-n", "--dictionary-from", empty, r2])
+        for p in made[1:]:
+            self.assertIn("would remove %s\n" % p, r.out)
+            self.assertTrue(os.path.exists(p))
 
     def test_bad_dictionaries(self):
         r1, f1, r2, f2 = self.releases()

@@ -209,8 +209,24 @@ static const char *action_word(pc_action_t a, int check) {
  * (for --check's exit status) but not printed; the summary's "changes" and
  * each output's "action" carry them.
  */
+/* ".<id>.dcz": a delta's name after its file's. */
+static const char *delta_suffix(const pc_delta_t *d, char buf[24]) {
+  static const char hex[] = "0123456789abcdef";
+  int k;
+
+  buf[0] = '.';
+  for (k = 0; k < 8; k++) {
+    buf[1 + 2 * k] = hex[d->sha256[k] >> 4];
+    buf[2 + 2 * k] = hex[d->sha256[k] & 15];
+  }
+  snprintf(buf + 17, 7, ".%s", pc_delta_ext(d->format));
+  return buf;
+}
+
 static void listing_lines(cli_report_t *r, const pc_file_t *f) {
   int print = !r->args->json && !r->args->json_lines;
+  unsigned k;
+  char sfx[24];
   int i;
 
   for (i = 0; i < PC_NFORMATS; i++) {
@@ -223,6 +239,16 @@ static void listing_lines(cli_report_t *r, const pc_file_t *f) {
       continue;
     output_line(r, word, f);
     printf(".%s\n", pc_format_ext((pc_format_t)i));
+  }
+  for (k = 0; k < f->ndeltas; k++) {
+    const char *word = action_word(f->deltas[k].action, r->args->check);
+    if (word == NULL)
+      continue;
+    r->listed++;
+    if (!print)
+      continue;
+    output_line(r, word, f);
+    printf("%s\n", delta_suffix(&f->deltas[k], sfx));
   }
 }
 
