@@ -199,6 +199,24 @@ const char *pc_delta_ext(pc_delta_format_t f) {
   return f == PC_DCB ? "dcb" : f == PC_DCZ ? "dcz" : "?";
 }
 
+int pc__delta_format_named(const char *s) {
+  int f;
+
+  for (f = 0; f < PC_NDELTAS; f++)
+    if (strcmp(s, pc_delta_ext((pc_delta_format_t)f)) == 0)
+      return f;
+  return -1;
+}
+
+int pc__delta_skip_named(const char *s) {
+  int k;
+
+  for (k = PC_DSKIP_NONE + 1; k < PC_DSKIP_MAX_; k++)
+    if (strcmp(s, pc_delta_skip_name((pc_delta_skip_t)k)) == 0)
+      return k;
+  return -1;
+}
+
 const char *pc_delta_skip_name(pc_delta_skip_t s) {
   static const char *const names[PC_DSKIP_MAX_] = {
       NULL, "ratio", "identical", "window", "link", "error", "same"};

@@ -34,6 +34,12 @@ typedef enum pc__delta {
 /* 1 when this build can write f: dcz with zstd, dcb with brotli >= 1.1. */
 int pc__delta_available(pc__delta_t f);
 
+/* The delta format named `s` ("dcb", "dcz"), or -1. */
+int pc__delta_format_named(const char *s);
+
+/* The reason named `s` (pc_delta_skip_name()), or -1. */
+int pc__delta_skip_named(const char *s);
+
 /* ".dcb" or ".dcz". */
 const char *pc__delta_ext(pc__delta_t f);
 

@@ -11,6 +11,7 @@
  * is not a manifest's. So a bad line is noted, not reported, until every
  * input has been read to its end.
  */
+#include "delta.h"
 #include "manifest.h"
 
 #include "json.h"
@@ -51,10 +52,7 @@ static int parse_delta(const pc__mdelta_t *md, pc_delta_t *x) {
   if (!md->object || md->format == NULL || md->dictionary == NULL ||
       !md->from_int || md->from < 0 || md->from >= PC_DICT_DIRS_MAX)
     return PC_ENOTMANIFEST;
-  for (k = 0; k < PC_NDELTAS; k++)
-    if (strcmp(md->format, pc_delta_ext((pc_delta_format_t)k)) == 0)
-      break;
-  if (k == PC_NDELTAS)
+  if ((k = pc__delta_format_named(md->format)) < 0)
     return PC_ENOTMANIFEST;
   x->format = (pc_delta_format_t)k;
   x->from = (uint32_t)md->from;
@@ -63,10 +61,7 @@ static int parse_delta(const pc__mdelta_t *md, pc_delta_t *x) {
       return PC_ENOTMANIFEST;
     x->size = (uint64_t)md->size;
   } else {
-    for (k = 1; k < PC_DSKIP_MAX_; k++)
-      if (strcmp(md->skipped, pc_delta_skip_name((pc_delta_skip_t)k)) == 0)
-        break;
-    if (k == PC_DSKIP_MAX_)
+    if ((k = pc__delta_skip_named(md->skipped)) < 0)
       return PC_ENOTMANIFEST;
     x->skip = (pc_delta_skip_t)k;
   }

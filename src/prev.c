@@ -14,6 +14,7 @@
 
 #include "index.h"
 #include "json.h"
+#include "delta.h"
 #include "manifest.h"
 
 #include <math.h>
@@ -311,10 +312,8 @@ static int usable_delta(const sink_t *s, const pc__mdelta_t *md,
   if (!md->object || md->format == NULL || md->dictionary == NULL ||
       !md->from_int || md->from < 0 || (uint64_t)md->from >= s->ndirs)
     return 0;
-  for (k = 0; k < PC_NDELTAS; k++)
-    if (strcmp(md->format, pc_delta_ext((pc_delta_format_t)k)) == 0)
-      break;
-  if (k == PC_NDELTAS || !(s->deltas & PC_DELTA_BIT(k)))
+  if ((k = pc__delta_format_named(md->format)) < 0 ||
+      !(s->deltas & PC_DELTA_BIT(k)))
     return 0;
   d->format = (uint8_t)k;
   d->from = (uint32_t)md->from;
@@ -323,10 +322,7 @@ static int usable_delta(const sink_t *s, const pc__mdelta_t *md,
       return 0;
     d->size = (uint64_t)md->size;
   } else {
-    for (k = 1; k < PC_DSKIP_MAX_; k++)
-      if (strcmp(md->skipped, pc_delta_skip_name((pc_delta_skip_t)k)) == 0)
-        break;
-    if (k == PC_DSKIP_MAX_)
+    if ((k = pc__delta_skip_named(md->skipped)) < 0)
       return 0;
     d->skip = (uint8_t)k;
   }
