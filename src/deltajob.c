@@ -8,6 +8,7 @@
 
 #include "below.h"
 #include "delta.h"
+#include "deltashare.h"
 #include "dictset.h"
 #include "sha256.h"
 
@@ -215,6 +216,29 @@ static int delta_cached(const pc__work_t *w, const pc__store_key_t *k,
   return got;
 }
 
+/* Delta x from an identical file's made this run (deltashare.h), as
+ * delta_cached() takes one from the cache: 1 when that decided it.
+ */
+static int delta_shared(const pc__work_t *w, const pc__store_key_t *k,
+                        uint64_t best, pc_delta_t *x, pc__buf_t *o) {
+  const pc__cfg_t *c = w->j->cfg;
+  uint64_t lim = pc__keep_limit(best, c->spec.ratio_num, c->spec.ratio_den);
+  uint64_t limit = 0;
+  int kept = 0;
+
+  if (!pc__dshare_get(c->dshare, k, &kept, &limit, o))
+    return 0;
+  if (!kept) {
+    x->skip = PC_DSKIP_RATIO;
+    return limit >= lim;
+  }
+  if (!pc__keep(best, o->len, c->spec.ratio_num, c->spec.ratio_den))
+    x->skip = PC_DSKIP_RATIO;
+  else
+    x->size = o->len;
+  return 1;
+}
+
 /* Every delta format against predecessor p (from DIR d), whose bytes are
  * dict[0..dn) and SHA-256 h.
  */
@@ -228,6 +252,7 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
 
   for (f = 0; f < PC_NDELTAS; f++) {
     int cache = c->cache != NULL && w->have_hash && !c->dry_run;
+    int share = c->dshare != NULL && w->have_hash;
     pc__store_key_t k;
     pc_delta_t *x;
     pc__buf_t *o;
@@ -243,8 +268,13 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
       x->skip = PC_DSKIP_WINDOW;
       continue;
     }
+    delta_key(w, f, h, &k); /* meaningful only with have_hash */
+    if (share && delta_shared(w, &k, best, x, o)) {
+      if (x->skip != PC_DSKIP_NONE)
+        pc__buf_free(o);
+      continue;
+    }
     if (cache) {
-      delta_key(w, f, h, &k);
       if (delta_cached(w, &k, best, x, o)) {
         if (x->skip != PC_DSKIP_NONE)
           pc__buf_free(o);
@@ -264,14 +294,18 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
     if (err != 0)
       return err;
     if (!pc__keep(best, o->len, c->spec.ratio_num, c->spec.ratio_den)) {
+      uint64_t lim = pc__keep_limit(best, c->spec.ratio_num, c->spec.ratio_den);
       x->skip = PC_DSKIP_RATIO;
+      if (share)
+        pc__dshare_put(c->dshare, &k, 0, NULL, 0, lim);
       if (cache) /* a rejection: what was over our limit stays over it */
-        j->res.cache_puts += (unsigned)pc__store_put(
-            c->cache, &k, 0, NULL, -1, 0,
-            pc__keep_limit(best, c->spec.ratio_num, c->spec.ratio_den));
+        j->res.cache_puts +=
+            (unsigned)pc__store_put(c->cache, &k, 0, NULL, -1, 0, lim);
       pc__buf_free(o);
       continue;
     }
+    if (share)
+      pc__dshare_put(c->dshare, &k, 1, o->data, o->len, 0);
     if (cache)
       j->res.cache_puts +=
           (unsigned)pc__store_put(c->cache, &k, 1, o->data, -1, o->len, 0);

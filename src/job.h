@@ -39,6 +39,8 @@ typedef struct pc__cfg {
   unsigned deltas;
   const struct pc__prev *prev; /* the earlier manifest's records (the
                                   run's, read-only), or NULL */
+  struct pc__dshare *dshare;   /* shared, with its own lock: deltas made
+                                  this run (deltashare.h), or NULL */
 } pc__cfg_t;
 
 /* A job's place in the schedule (schedule.h), the loop thread's alone.

@@ -7,6 +7,7 @@
 #include "run.h"
 
 #include "codec.h"
+#include "deltashare.h"
 #include "machine.h"
 #include "store.h"
 
@@ -365,6 +366,7 @@ void pc__setup_free(pc__run_t *r) {
   pc__prev_free(r->prev);
   pc__dictset_free(&r->dicts);
   pc__dedup_free(r->cfg.dedup);
+  pc__dshare_free(r->cfg.dshare);
   pc__spares_free(r->cfg.spares);
   pc__store_close((pc__store_t *)r->cfg.cache);
 }
@@ -431,6 +433,12 @@ int pc__setup_workers(pc__run_t *r) {
   }
   pc__sched_init(&r->sched, r->jobs, limit);
   pc__dedup_budget(r->cfg.dedup, limit);
+  /* Deltas are small: a sixteenth of the memory limit, at most 64 MiB. */
+  if (r->cfg.deltas != 0 &&
+      (err = pc__dshare_new(&r->cfg.dshare, limit / 16 < ((uint64_t)64 << 20)
+                                                ? limit / 16
+                                                : ((uint64_t)64 << 20))) != 0)
+    return err;
   return 0;
 }
 

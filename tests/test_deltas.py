@@ -300,6 +300,24 @@ class Deltas(PCTestCase):
                        os.path.basename(rel).split(".")[0].split("-")[0]]
                 self.check_dcz(os.path.join(trees[2], rel), os.path.join(r1, old[0]), src)
 
+    def test_same_content_twice(self):
+        """Django keeps app.js beside app.<hash>.js, in each release: the two
+        pairs have one content and one dictionary, and one delta (made once,
+        deltashare.c) serves both names."""
+        r1, r2 = self.path("r1"), self.path("r2")
+        old, new = program(1), program(2)
+        for root, data in ((r1, old), (r2, new)):
+            os.makedirs(root)
+            write(os.path.join(root, "app.js"), data)
+            write(os.path.join(root, hashed("app.js", data)), data)
+        r = run(["--dictionary-from", r1, r2])
+        self.assertEqual(r.rc, 0, r)
+        made = [p for p in deltas_of(r2) if p.endswith(".dcz")]
+        self.assertEqual(len(made), 2, made)
+        self.assertEqual(read(made[0]), read(made[1]))
+        for p in made:
+            self.check_dcz(p, os.path.join(r1, "app.js"), p.rsplit(".", 2)[0])
+
     def test_check_and_dry_run(self):
         r1, f1, r2, f2 = self.releases()
         self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)
