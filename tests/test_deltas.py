@@ -365,6 +365,39 @@ class Deltas(PCTestCase):
         self.assertEqual(run(["--dictionary-from", r1, "--dictionary-name", "[hash].[ext]", r2]).rc, 2)
         self.assertEqual(run(["--dictionary-from", r1, "--deltas", "dcx", r2]).rc, 2)
 
+    def test_odd_predecessors(self):
+        r1, f1, r2, f2 = self.releases()
+        # A file whose predecessor is itself (the tree given as its own
+        # earlier release): identical, no delta, nothing written.
+        man = self.path("self.json")
+        r = run(["--dictionary-from", r2, "--manifest", man, r2])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(deltas_of(r2), [])
+        for e in json.loads(read(man))["files"]:
+            self.assertTrue(all(x["skipped"] == "identical" for x in e["deltas"]), e)
+        # A binary predecessor: made, and decoded when kept (the keep rule
+        # judges it as any other).
+        site1 = os.path.join(r1, "css/site.css")
+        write(site1, random.Random(5).randbytes(30000))
+        # A dictionary over .dcb's 16 MiB window: no .dcb ("window"); .dcz's
+        # window takes it.
+        vendor1 = os.path.join(r1, next(k for k in f1 if k.startswith("js/vendor.")))
+        write(vendor1, f1[os.path.relpath(vendor1, r1)] + b"/*" + b"x" * (17 << 20) + b"*/")
+        man = self.path("odd.json")
+        r = run(["--zstd-level", "3", "--brotli-quality", "5", "--dictionary-from", r1,
+                 "--manifest", man, r2])
+        self.assertEqual(r.rc, 0, r)
+        by = {e["path"]: e for e in json.loads(read(man))["files"]}
+        site = by["css/site.css"]["deltas"]
+        for x in site:
+            if "size" in x and x["format"] == "dcz":
+                self.check_dcz(os.path.join(r2, "css/site.css") + ".%s.dcz" % x["sha256"][:16],
+                               site1, os.path.join(r2, "css/site.css"))
+        vendor = {x["format"]: x for x in by[next(k for k in f2 if k.startswith("js/vendor."))]["deltas"]}
+        self.assertIn("size", vendor["dcz"])
+        if "dcb" in vendor:
+            self.assertEqual(vendor["dcb"]["skipped"], "window")
+
     def test_unreadable_dictionary(self):
         r1, f1, r2, f2 = self.releases()
         self.use_nobody()
