@@ -321,6 +321,12 @@ int pc__deltas_make(pc__work_t *w) {
   unsigned d, k, nseen = 0;
   int err = 0;
 
+  /* A job runs again after a wait (dedupe) or a reschedule: anything
+   * an earlier pass recorded goes.
+   */
+  free(j->res.deltas);
+  j->res.deltas = NULL;
+  j->res.ndeltas = 0;
   for (d = 0; d < PC_DICT_DIRS_MAX && j->preds[d] == NULL; d++)
     ;
   if (d == PC_DICT_DIRS_MAX || j->cfg->deltas == 0 || j->size == 0)

@@ -88,8 +88,7 @@ void pc__dshare_put(pc__dshare_t *s, const pc__store_key_t *k, int kept,
   entry_t **at, *e;
 
   uv_mutex_lock(&s->lock);
-  for (at = slot(s, k); *at != NULL && !same(&(*at)->key, k);
-       at = &(*at)->next)
+  for (at = slot(s, k); *at != NULL && !same(&(*at)->key, k); at = &(*at)->next)
     ;
   if (*at == NULL && s->used + size <= s->budget &&
       (e = malloc(size)) != NULL) {

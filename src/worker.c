@@ -500,10 +500,11 @@ static void job_run(pc__job_t *j, pc__dirfd_t pdir, pc__dirfd_t *odir) {
       compress(&w) == 0 && pc__deltas_make(&w) == 0 && check_unchanged(&w) == 0)
     settle_outputs(&w);
   /* Not for a file the incremental check found unchanged (or gone, or to
-   * be scheduled again): its deltas stand as they are.
+   * be scheduled again): its deltas stand as they are; nor for one parked
+   * until an identical file's leader is done: it runs again then.
    */
   if ((j->cfg->deltas != 0 || j->old_deltas != NULL) &&
-      j->res.outcome == PC__CHECK_NONE)
+      j->res.outcome == PC__CHECK_NONE && !j->dd.wait)
     pc__deltas_settle(&w);
   if (odir != NULL && w.odir.own) { /* what the job found or made */
     *odir = w.odir;

@@ -317,6 +317,17 @@ class Deltas(PCTestCase):
         self.assertEqual(read(made[0]), read(made[1]))
         for p in made:
             self.check_dcz(p, os.path.join(r1, "app.js"), p.rsplit(".", 2)[0])
+        # The second waits for the first (dedupe) and runs again: a stale
+        # delta beside it goes, and nothing of its first pass is written
+        # (an empty FILE.0000000000000000.dcb once was).
+        for _ in range(5):
+            stray = os.path.join(r2, "app.js.72c3fb59fa7c02db.dcz")
+            write(stray, b"x")
+            r = run(["-j2", "--formats", "gz", "--dictionary-from", r1, r2])
+            self.assertEqual(r.rc, 0, r)
+            self.assertFalse(os.path.exists(stray))
+            self.assertEqual(sorted(deltas_of(r2)), sorted(made) + [x for x in deltas_of(r2) if x.endswith(".dcb")])
+            self.assertFalse([p for p in os.listdir(r2) if "0000000000000000" in p])
 
     def test_check_and_dry_run(self):
         r1, f1, r2, f2 = self.releases()

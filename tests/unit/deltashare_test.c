@@ -40,7 +40,8 @@ int main(void) {
   EXPECT(pc__dshare_new(&s, 300) == 0);
   EXPECT(!pc__dshare_get(s, &a, &kept, &limit, &o));
   pc__dshare_put(s, &a, 1, (const unsigned char *)"delta-a", 7, 0);
-  pc__dshare_put(s, &a, 1, (const unsigned char *)"other", 5, 0); /* first stands */
+  pc__dshare_put(s, &a, 1, (const unsigned char *)"other", 5,
+                 0); /* first stands */
   pc__dshare_put(s, &b, 0, NULL, 0, 950);
   EXPECT(pc__dshare_get(s, &a, &kept, &limit, &o));
   EXPECT(kept == 1 && o.len == 7 && memcmp(o.data, "delta-a", 7) == 0);
