@@ -117,7 +117,8 @@ static int pair(pc__run_t *r, pc__job_t *j, const pc__sel_entry_t *se) {
    * deltas (they decode to its old bytes).
    */
   for (d = 0; r->cfg.deltas != 0 && d < r->dicts.ndirs; d++)
-    j->preds[d] = pc__dictset_find(&r->dicts, d, se->rel, dirlen, se->name);
+    j->preds[d] =
+        pc__dictset_find(&r->dicts, d, j->root, se->rel, dirlen, se->name);
   return pc__select_old_deltas(se, &j->old_deltas);
 }
 
