@@ -328,12 +328,13 @@ class DjangoStorage(PCTestCase):
         want = []
         for name in changed:
             old, new = paths1[name], paths2[name]
-            self.assertIn(old, got, "Django removed the previous hashed file")
+            self.assertTrue(old in got, "Django removed the previous hashed file %s" % old)
             digest = hashlib.sha256(got[old]).digest()
             for ext in formats:
                 delta = "%s.%s%s" % (new, digest.hex()[:16], ext)
                 want.append(delta)
-                self.assertIn(delta, got, sorted(n for n in got if n.startswith(new)))
+                self.assertTrue(delta in got, "%s missing; there: %s"
+                                % (delta, sorted(n for n in got if n.startswith(new))))
                 body = got[delta]
                 magic = DCZ_MAGIC if ext == ".dcz" else DCB_MAGIC
                 self.assertEqual(body[:len(magic)], magic, delta)
