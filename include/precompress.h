@@ -85,7 +85,10 @@ extern "C" {
   XX(ENODCB, -4017, "built without brotli 1.1's dictionaries (.dcb)")          \
   XX(EDICTWINDOW, -4018, "the dictionary is over the RFC 9842 window limit")   \
   XX(ENOWRITE, -4019,                                                          \
-     "cannot write outputs in this directory: its files are not compressed")
+     "cannot write outputs in this directory: its files are not compressed")   \
+  XX(EDJMANIFEST, -4020,                                                       \
+     "not a Django staticfiles.json manifest (version 1.x, \"paths\": "        \
+     "{name: hashed name}): its files are paired by name only")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -449,6 +452,14 @@ typedef struct pc_options {
    * build can write (pc_delta_available()).
    */
   unsigned deltas;
+  /* Django staticfiles.json manifests of the dict_dirs (docs/deltas.md),
+   * parallel to dict_dirs: dict_manifests[k] is the manifest of
+   * dict_dirs[k], NULL for DIR/staticfiles.json when there is one. NULL:
+   * NULL for each. A file of PATH that PATH's staticfiles.json names by a
+   * hashed name is paired with the file the DIR's manifest gives the same
+   * name, before the name rules.
+   */
+  const char *const *dict_manifests;
 } pc_options_t;
 
 /* Fills every field with its default, and `size` with the program's

@@ -134,6 +134,7 @@ static int cmp_key(const void *a, const void *b) {
 }
 
 int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
+                     const struct pc__root *roots, uint32_t nroots,
                      pc__dictset_err_t err, void *ctx) {
   unsigned d;
   size_t i;
@@ -177,6 +178,8 @@ int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
       qsort(s->bykey, s->n, sizeof(*s->bykey), cmp_key);
     }
   }
+  if (e == 0)
+    e = pc__djset_open(&s->dj, o, s->fd, roots, nroots, err, ctx);
   if (e != 0)
     pc__dictset_free(s);
   return e;
@@ -192,6 +195,7 @@ void pc__dictset_free(pc__dictset_t *s) {
   }
   free(s->files);
   free(s->bykey);
+  pc__djset_free(&s->dj);
   for (d = 0; d < s->ndirs; d++) /* a zeroed set has none */
     if (s->fd[d] >= 0)
       close(s->fd[d]);
@@ -201,10 +205,11 @@ void pc__dictset_free(pc__dictset_t *s) {
 }
 
 const pc__dictfile_t *pc__dictset_find(const pc__dictset_t *s, unsigned dir,
-                                       const char *rel, size_t dirlen,
-                                       const char *base) {
+                                       uint32_t root, const char *rel,
+                                       size_t dirlen, const char *base) {
   pc__dictfile_t probe;
   const pc__dictfile_t *hit, *pp = &probe;
+  const char *named = pc__djset_find(&s->dj, dir, root, rel);
   char k[NAME_MAX + 1], key[PATH_MAX];
   size_t lo = 0, hi = s->n;
   int kl;
@@ -213,9 +218,16 @@ const pc__dictfile_t *pc__dictset_find(const pc__dictset_t *s, unsigned dir,
     return NULL;
   memset(&probe, 0, sizeof(probe));
   probe.dir = dir;
-  probe.rel = (char *)rel;
+  /* The manifests' pairing first; a name they give that DIR lacks pairs
+   * nothing: the name rules decide.
+   */
+  probe.rel = (char *)(named != NULL ? named : rel);
   if ((hit = bsearch(&probe, s->files, s->n, sizeof(*s->files), cmp_rel)) !=
       NULL)
+    return hit;
+  probe.rel = (char *)rel;
+  if (named != NULL && (hit = bsearch(&probe, s->files, s->n, sizeof(*s->files),
+                                      cmp_rel)) != NULL)
     return hit;
   kl = pc__dictname_key(s->tmpls, s->ntmpls, base, k, sizeof(k));
   if (kl <= 0) /* no hash in the name: only the same path pairs */

@@ -47,13 +47,15 @@ static void pairing_free(pairing_t *pg) {
 /* 0 or -ENOMEM. Without deltas too: a file compressed again leaves none
  * of its old deltas (they decode to its old bytes).
  */
-static int pair(const pc__run_t *r, pairing_t *pg, const pc__sel_entry_t *se) {
+static int pair(const pc__run_t *r, pairing_t *pg, uint32_t root,
+                const pc__sel_entry_t *se) {
   size_t dirlen = se->rel_len > se->len ? se->rel_len - se->len - 1 : 0;
   unsigned d;
 
   memset(pg, 0, sizeof(*pg));
   for (d = 0; r->cfg.deltas != 0 && d < r->dicts.ndirs; d++)
-    pg->preds[d] = pc__dictset_find(&r->dicts, d, se->rel, dirlen, se->name);
+    pg->preds[d] =
+        pc__dictset_find(&r->dicts, d, root, se->rel, dirlen, se->name);
   return pc__select_old_deltas(se, &pg->old);
 }
 
@@ -182,7 +184,7 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
   }
   j->prev = p;
   j->absent = absent_of(r, se);
-  if (pair(r, &pg, se) != 0) {
+  if (pair(r, &pg, e->root, se) != 0) {
     pc__job_free(j);
     r->fatal = -ENOMEM;
     return 1;
@@ -205,7 +207,7 @@ static void take_source(pc__run_t *r, const pc__entry_t *e,
   pairing_t pg;
   pc__job_t *j;
 
-  if (pair(r, &pg, se) != 0) {
+  if (pair(r, &pg, e->root, se) != 0) {
     r->fatal = -ENOMEM;
     return;
   }

@@ -179,6 +179,9 @@ static const char *deltas_check(const pc_options_t *o) {
   for (k = 0; k < o->n_dict_dirs; k++)
     if (o->dict_dirs[k] == NULL || o->dict_dirs[k][0] == '\0')
       return "--dictionary-from needs a directory name";
+  for (k = 0; o->dict_manifests != NULL && k < o->n_dict_dirs; k++)
+    if (o->dict_manifests[k] != NULL && o->dict_manifests[k][0] == '\0')
+      return "--django-manifest needs a file name";
   if (o->n_dict_names > 0 && o->dict_names == NULL)
     return "--dictionary-name needs a template";
   for (k = 0; k < o->n_dict_names; k++)

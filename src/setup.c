@@ -475,7 +475,8 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
   }
   r->cfg.prev = r->prev;
   if (r->cfg.deltas != 0 &&
-      (err = pc__dictset_open(&r->dicts, opts, dict_error, r)) != 0)
+      (err = pc__dictset_open(&r->dicts, opts, r->roots, r->nroots, dict_error,
+                              r)) != 0)
     return err;
   if (opts->cache_dir != NULL && (err = open_cache(r)) != 0) {
     if (totals != NULL)

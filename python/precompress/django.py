@@ -12,15 +12,22 @@ as whitenoise does. A failed run ends collectstatic with PrecompressError,
 precompress's own error lines in its message (or, when it printed none, its exit
 status and the command that ran). docs/django.md has the details.
 
-Settings of this package (both optional):
+Settings of this package (all optional):
     PRECOMPRESS_ARGS    a list of further options, e.g. ["--cache-dir", "/var/cache/pc"]
     PRECOMPRESS_BINARY  the program to run instead of the bundled one
+    PRECOMPRESS_DELTAS  True: write RFC 9842 deltas (FILE.<id>.dcz, .dcb) of each changed
+                        file against its previous hashed version, which Django keeps in
+                        STATIC_ROOT, paired through the previous staticfiles.json
+                        (CompressedManifestStaticFilesStorage only)
+    PRECOMPRESS_DICTIONARY_DIRS  earlier releases' STATIC_ROOTs to write deltas against too,
+                        each paired through its own staticfiles.json
 """
 import json
 import os
 import shlex
 import subprocess
 import sys
+import tempfile
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -56,6 +63,31 @@ def extra_args():
     if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
         raise ImproperlyConfigured("PRECOMPRESS_ARGS must be a list of strings, e.g. [\"--cache-dir\", \"/var/cache/pc\"]")
     return list(args)
+
+
+def dictionary_dirs():
+    """PRECOMPRESS_DICTIONARY_DIRS, checked: a list of directory names."""
+    dirs = getattr(settings, "PRECOMPRESS_DICTIONARY_DIRS", [])
+    if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, (str, os.PathLike)) for d in dirs):
+        raise ImproperlyConfigured("PRECOMPRESS_DICTIONARY_DIRS must be a list of directories, "
+                                   "e.g. [\"/srv/releases/41/static\"]")
+    return [os.fspath(d) for d in dirs]
+
+
+def deltas_enabled():
+    """PRECOMPRESS_DELTAS, checked: True or False (unset: False)."""
+    on = getattr(settings, "PRECOMPRESS_DELTAS", False)
+    if not isinstance(on, bool):
+        raise ImproperlyConfigured("PRECOMPRESS_DELTAS must be True or False")
+    return on
+
+
+def delta_names(name, record):
+    """The delta outputs a --json-lines file record says are kept for name:
+    NAME.<first 16 hex digits of the dictionary's SHA-256>.<format> (docs/deltas.md)."""
+    for d in record.get("deltas", []):
+        if d.get("state") == "kept":
+            yield "%s.%s.%s" % (name, d["sha256"][:16], d["format"])
 
 
 def command_lines(program, options, names, budget=None):
@@ -101,13 +133,31 @@ def file_name(record):
 
 
 class PrecompressMixin:
+    # The previous collectstatic's staticfiles.json, read before Django replaces it
+    # (post_process); None when there was none or deltas are off.
+    _earlier_manifest = None
+
+    def delta_options(self, manifest_copy):
+        """--dictionary-from options: PRECOMPRESS_DICTIONARY_DIRS' directories (each paired
+        through its own staticfiles.json). The manifest storage puts STATIC_ROOT first."""
+        return [o for d in dictionary_dirs() for o in ("--dictionary-from", d)]
+
     def compress_files(self, names):
         """Compress names (relative to STATIC_ROOT); yield (name, output name) for each output written.
 
         The hook whitenoise's CompressedManifestStaticFilesStorage calls with the names
         it would compress; it runs precompress once over all of them instead.
         """
-        options = ["--json-lines", "--skip-ext", skip_ext_option(), *extra_args()]
+        with tempfile.TemporaryDirectory(prefix="precompress-") as tmp:
+            copy = None
+            if self._earlier_manifest is not None:
+                copy = os.path.join(tmp, "staticfiles.earlier.json")
+                with open(copy, "wb") as f:
+                    f.write(self._earlier_manifest)
+            yield from self.run_precompress(names, self.delta_options(copy))
+
+    def run_precompress(self, names, delta_options):
+        options = ["--json-lines", "--skip-ext", skip_ext_option(), *delta_options, *extra_args()]
         try:
             program = getattr(settings, "PRECOMPRESS_BINARY", None) or precompress.binary()
         except FileNotFoundError as e:
@@ -138,6 +188,8 @@ class PrecompressMixin:
                 for fmt, output in sorted(record["outputs"].items()):
                     if output["state"] == "kept":
                         yield name, "%s.%s" % (name, fmt)
+                for delta in delta_names(name, record):
+                    yield name, delta
 
     def post_process(self, *args, **kwargs):
         """whitenoise's, with a failed precompress run yielded as Django's post_process yields errors.
@@ -158,7 +210,29 @@ class CompressedManifestStaticFilesStorage(PrecompressMixin, whitenoise_storage.
 
     whitenoise's post_process hashes, deletes what KEEP_ONLY_HASHED_FILES says,
     then calls compress_files() with the names to compress: ours.
+
+    With PRECOMPRESS_DELTAS, post_process first reads the staticfiles.json of the
+    previous collectstatic (Django writes the new one only once every file is
+    hashed), and the run gets --dictionary-from STATIC_ROOT --django-manifest COPY:
+    each file whose hashed name changed gets a delta against its previous hashed
+    version, still in STATIC_ROOT.
     """
+
+    def post_process_files(self, *args, **kwargs):
+        self._earlier_manifest = None
+        if deltas_enabled() and not kwargs.get("dry_run"):
+            try:
+                with open(self.path(self.manifest_name), "rb") as f:
+                    self._earlier_manifest = f.read()
+            except FileNotFoundError:
+                pass  # the first collectstatic (or after --clear): nothing to pair with
+        return super().post_process_files(*args, **kwargs)
+
+    def delta_options(self, manifest_copy):
+        options = []
+        if manifest_copy is not None:
+            options = ["--dictionary-from", self.path(""), "--django-manifest", manifest_copy]
+        return options + super().delta_options(manifest_copy)
 
 
 class CompressedStaticFilesStorage(PrecompressMixin, whitenoise_storage.CompressedStaticFilesStorage):
@@ -167,6 +241,9 @@ class CompressedStaticFilesStorage(PrecompressMixin, whitenoise_storage.Compress
     def post_process_files(self, paths, dry_run=False, **options):
         # Django's StaticFilesStorage does no post-processing: whitenoise's
         # compresses every collected file, as this does, in one run.
+        if deltas_enabled():
+            raise ImproperlyConfigured("PRECOMPRESS_DELTAS needs hashed names: use "
+                                       "precompress.django.CompressedManifestStaticFilesStorage")
         if not dry_run:
             for name, compressed_name in self.compress_files(paths):
                 yield name, compressed_name, True

@@ -32,6 +32,7 @@ typedef enum opt_id {
   OPT_OUTPUT_DIR,
   OPT_DICTIONARY_FROM,
   OPT_DICTIONARY_NAME,
+  OPT_DJANGO_MANIFEST,
   OPT_DELTAS,
   OPT_DRY_RUN,
   OPT_CHECK,
@@ -81,6 +82,7 @@ static const opt_def_t opt_table[] = {
     {"output-dir", 0, 1, OPT_OUTPUT_DIR},
     {"dictionary-from", 0, 1, OPT_DICTIONARY_FROM},
     {"dictionary-name", 0, 1, OPT_DICTIONARY_NAME},
+    {"django-manifest", 0, 1, OPT_DJANGO_MANIFEST},
     {"deltas", 0, 1, OPT_DELTAS},
     {"dry-run", 'n', 0, OPT_DRY_RUN},
     {"check", 0, 0, OPT_CHECK},
@@ -165,37 +167,10 @@ static cli_status_t set_skip_ext(parser_t *p, const char *value) {
   cli_args_t *args = p->args;
   const char **list;
   char *buf;
-  char *s;
   size_t n;
 
-  /* n items need n - 1 commas between them, so len / 2 + 1 items at most,
-   * plus the terminating NULL.
-   */
-  buf = strdup(value);
-  list = calloc(strlen(value) / 2 + 2, sizeof(*list));
-  if (buf == NULL || list == NULL) {
-    free(buf);
-    free(list);
+  if (cli_split_exts(value, &buf, &list, &n) != 0)
     return fail(args, CLI_ENOMEM, "out of memory");
-  }
-
-  n = 0;
-  s = buf;
-  for (;;) {
-    char *end = s + strcspn(s, ",");
-    int last = *end == '\0';
-
-    *end = '\0';
-    while (*s == '.')
-      s++;
-    if (*s != '\0')
-      list[n++] = s;
-    if (last)
-      break;
-    s = end + 1;
-  }
-  list[n] = NULL;
-
   free(args->skip_buf);
   free(args->skip_ext);
   args->skip_buf = buf;
@@ -469,6 +444,13 @@ static cli_status_t apply_delta(parser_t *p, const opt_def_t *def,
     args->dict_names[o->n_dict_names++] = value;
     o->dict_names = args->dict_names;
     break;
+  case OPT_DJANGO_MANIFEST: /* the --dictionary-from before it's */
+    if (o->n_dict_dirs == 0)
+      return fail(args, CLI_EUSAGE, "%s: give it after its --dictionary-from",
+                  opt);
+    args->dict_manifests[o->n_dict_dirs - 1] = value;
+    o->dict_manifests = args->dict_manifests;
+    break;
   case OPT_DELTAS:
     if (cli_parse_deltas(value, &o->deltas))
       return bad_value(args, opt, value, "a list of dcb, dcz");
@@ -648,8 +630,9 @@ cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv) {
   args->paths = calloc(cap, sizeof(*args->paths));
   args->include = calloc(cap, sizeof(*args->include));
   args->exclude = calloc(cap, sizeof(*args->exclude));
-  args->dicts = calloc(2 * cap, sizeof(*args->dicts));
+  args->dicts = calloc(3 * cap, sizeof(*args->dicts));
   args->dict_names = args->dicts != NULL ? args->dicts + cap : NULL;
+  args->dict_manifests = args->dicts != NULL ? args->dicts + 2 * cap : NULL;
   if (args->paths == NULL || args->include == NULL || args->exclude == NULL ||
       args->dicts == NULL)
     return fail(args, CLI_ENOMEM, "out of memory");
@@ -684,8 +667,9 @@ void cli_args_free(cli_args_t *args) {
   free(args->include);
   free(args->exclude);
   free(args->dicts);
-  args->dicts = args->dict_names = NULL;
-  args->opts.dict_dirs = args->opts.dict_names = NULL;
+  args->dicts = args->dict_names = args->dict_manifests = NULL;
+  args->opts.dict_dirs = args->opts.dict_names = args->opts.dict_manifests =
+      NULL;
   free(args->skip_ext);
   free(args->skip_buf);
   args->paths = NULL;

@@ -61,8 +61,10 @@ typedef struct cli_args {
   const char **paths;
   const char **include;
   const char **exclude;
-  const char **dicts;      /* --dictionary-from, then (dict_names) */
-  const char **dict_names; /* --dictionary-name: in dicts' allocation */
+  const char **dicts;          /* --dictionary-from, then (dict_names) */
+  const char **dict_names;     /* --dictionary-name: in dicts' allocation */
+  const char **dict_manifests; /* --django-manifest, by dicts' index:
+                                  in dicts' allocation */
   const char **skip_ext;
   char *skip_buf;
 

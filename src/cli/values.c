@@ -3,6 +3,7 @@
  */
 #include "values.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Copies a user-supplied string for quoting in a message: control bytes
@@ -172,4 +173,38 @@ int cli_looks_like_ext(const char *path) {
       return 0;
   }
   return n > 0;
+}
+
+int cli_split_exts(const char *value, char **buf, const char ***list,
+                   size_t *n) {
+  char *s;
+
+  /* n items need n - 1 commas between them, so len / 2 + 1 items at most,
+   * plus the terminating NULL.
+   */
+  *n = 0;
+  *buf = strdup(value);
+  *list = calloc(strlen(value) / 2 + 2, sizeof(**list));
+  if (*buf == NULL || *list == NULL) {
+    free(*buf);
+    free(*list);
+    *buf = NULL;
+    *list = NULL;
+    return -1;
+  }
+  for (s = *buf;;) {
+    char *end = s + strcspn(s, ",");
+    int last = *end == '\0';
+
+    *end = '\0';
+    while (*s == '.')
+      s++;
+    if (*s != '\0')
+      (*list)[(*n)++] = s;
+    if (last)
+      break;
+    s = end + 1;
+  }
+  (*list)[*n] = NULL;
+  return 0;
 }

@@ -46,6 +46,13 @@ int cli_format_from_name(const char *s, size_t len, pc_format_t *f);
  */
 int cli_parse_deltas(const char *value, unsigned *bits);
 
+/* --skip-ext LIST: a copy of value in *buf, cut at the commas, the
+ * non-empty items (leading dots dropped) in *list, NULL-terminated, *n of
+ * them; both malloc'd. 0, or -1 (out of memory: both NULL).
+ */
+int cli_split_exts(const char *value, char **buf, const char ***list,
+                   size_t *n);
+
 /* A user-supplied value of len bytes as quoted in a message, in buf (size
  * bytes, at least 4): control bytes become '?' so the message stays on one
  * line, and a long value is cut with "...". Returns buf.

@@ -30,6 +30,7 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -63,6 +64,9 @@ THEIRS_PLAIN = "whitenoise.storage.CompressedStaticFilesStorage"
 ODD = (b"9420,yeAb;8tp => xbyIL6bgz = \ndfvsyl3oe{\nwli2ac{WiyquS{hlfWNkptzeH!Iq0{rzdxhsltVK => auto - Wz "
        b"=== ekl}yyM2ckveq = \n3MsdgooGb*dfzobLu[{\n  dfzobLu;6336,Apb === fthcmqHcv)kK ? oKwvo => hEuHd2zv"
        b" - wEkuwiCefdY*Ewgy,ecm4ymrs!function)pA[oLzk6vixhln => 4543,8511")
+
+DCZ_MAGIC = bytes([0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00])
+DCB_MAGIC = bytes([0xFF, 0x44, 0x43, 0x42])
 
 STATE = {}  # set by setUpModule: clone, venv python, skip reason
 
@@ -179,8 +183,8 @@ class DjangoStorage(PCTestCase):
                 f.write(data)
         return project
 
-    def collectstatic(self, project, ok=True):
-        p = self.run_py(["manage.py", "collectstatic", "--noinput"], project)
+    def collectstatic(self, project, ok=True, verbosity=1):
+        p = self.run_py(["manage.py", "collectstatic", "--noinput", "-v", str(verbosity)], project)
         if ok:
             self.assertEqual(p.returncode, 0, "collectstatic failed:\n%s" % p.stderr.decode(errors="replace")[-5000:])
         return p
@@ -298,6 +302,58 @@ class DjangoStorage(PCTestCase):
                 self.assertEqual(decode({"br": "br", "gzip": "gz"}[want], body) if want else open(body, "rb").read(),
                                  src)
                 self.assertEqual("accept-encoding" in h.get("vary", "").lower(), has)
+
+    def test_deltas_against_the_previous_collectstatic(self):
+        # PRECOMPRESS_DELTAS: the second collectstatic writes, beside each changed file's new
+        # hashed name, its delta against the previous hashed version Django left in
+        # STATIC_ROOT, paired through the previous staticfiles.json (docs/django.md, "Deltas").
+        project = self.project("deltas", "PRECOMPRESS_DELTAS = True\n")
+        root = os.path.join(project, "staticfiles")
+        self.collectstatic(project)
+        first = tree(root)
+        self.assertEqual([n for n in first if n.endswith((".dcz", ".dcb"))], [], "deltas with nothing before")
+        paths1 = json.loads(first["staticfiles.json"])["paths"]
+        assets = os.path.join(project, "assets", "site")
+        with open(os.path.join(assets, "app.css"), "ab") as f:
+            f.write(b"\nh1 { color: #123456; }\n")
+        with open(os.path.join(assets, "big.js"), "r+b") as f:
+            f.seek(1 << 19)
+            f.write(b"/* release 2 */")
+        p = self.collectstatic(project, verbosity=2)
+        got = tree(root)
+        paths2 = json.loads(got["staticfiles.json"])["paths"]
+        changed = sorted(n for n in paths2 if paths1.get(n) not in (None, paths2[n]))
+        self.assertEqual(changed, ["site/app.css", "site/big.js"])
+        formats = [".dcz", ".dcb"] if any(n.endswith(".dcb") for n in got) else [".dcz"]
+        want = []
+        for name in changed:
+            old, new = paths1[name], paths2[name]
+            self.assertTrue(old in got, "Django removed the previous hashed file %s" % old)
+            digest = hashlib.sha256(got[old]).digest()
+            for ext in formats:
+                delta = "%s.%s%s" % (new, digest.hex()[:16], ext)
+                want.append(delta)
+                self.assertTrue(delta in got, "%s missing; there: %s"
+                                % (delta, sorted(n for n in got if n.startswith(new))))
+                body = got[delta]
+                magic = DCZ_MAGIC if ext == ".dcz" else DCB_MAGIC
+                self.assertEqual(body[:len(magic)], magic, delta)
+                self.assertEqual(body[len(magic):len(magic) + 32], digest, delta)
+                self.assertLess(len(body), len(got[new + ".gz"]) // 10, delta)
+                if ext == ".dcz":  # zstd decodes it with the previous version as the dictionary
+                    frame = self.path("frame.zst")
+                    with open(frame, "wb") as f:
+                        f.write(body[40:])
+                    d = subprocess.run(["zstd", "-q", "-d", "-c", "--long=31", "-D", os.path.join(root, old), frame],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    self.assertEqual(d.returncode, 0, d.stderr)
+                    self.assertEqual(d.stdout, got[new], delta)
+        # Nothing else: not the unchanged files (their own predecessors), not the names
+        # without a hash, not the previous release's files.
+        self.assertEqual(sorted(n for n in got if n.endswith((".dcz", ".dcb"))), sorted(want))
+        # post_process yields each as an output of its file (collectstatic -v 2 names them).
+        for delta in want:
+            self.assertIn("as '%s'" % delta, p.stdout.decode())
 
     def test_failed_run_fails_collectstatic(self):
         # A directory where site/broken.js's .gz must go: precompress fails that file.

@@ -7,7 +7,8 @@ _precompress() {
   local opts="--no-gzip --no-brotli --zstd --formats --gzip-level --gzip-engine
     --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
     --exclude --follow --force --fsync --shard --cache-dir --cache-max-size --memory-limit
-    --jobs -j --manifest --output-dir --dictionary-from --dictionary-name --deltas
+    --jobs -j --manifest --output-dir --dictionary-from --dictionary-name
+    --django-manifest --deltas
     --dry-run -n --check --quiet -q --verbose -v
     --progress --json --json-lines --help -h --version -V"
 
@@ -55,7 +56,7 @@ _precompress() {
     --zstd-level)
       COMPREPLY=($(compgen -W "$(seq 1 19)" -- "$cur"))
       return ;;
-    --manifest)
+    --manifest | --django-manifest)
       _filedir json
       return ;;
     --deltas)
