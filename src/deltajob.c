@@ -314,6 +314,18 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
   return 0;
 }
 
+/* Every delta of a file over every window: skipped, none made. */
+static void over_window(pc__job_t *j) {
+  unsigned d;
+  int k;
+
+  for (d = 0; d < PC_DICT_DIRS_MAX; d++)
+    if (j->preds[d] != NULL)
+      for (k = 0; k < PC_NDELTAS; k++)
+        if (j->cfg->deltas & PC_DELTA_BIT(k))
+          add(j, k, d, j->preds[d], NULL)->skip = PC_DSKIP_WINDOW;
+}
+
 int pc__deltas_make(pc__work_t *w) {
   pc__job_t *j = w->j;
   unsigned char *own = NULL, seen[PC_DICT_DIRS_MAX][PC__SHA256_LEN];
@@ -335,11 +347,7 @@ int pc__deltas_make(pc__work_t *w) {
       (j->res.deltas = calloc(MAX_DELTAS, sizeof(*j->res.deltas))) == NULL)
     return pc__job_failed(j, -ENOMEM, NULL);
   if (j->size > PC__DCZ_DICT_MAX) { /* no window takes it whole */
-    for (d = 0; d < PC_DICT_DIRS_MAX; d++)
-      if (j->preds[d] != NULL)
-        for (k = 0; k < PC_NDELTAS; k++)
-          if (j->cfg->deltas & PC_DELTA_BIT(k))
-            add(j, (int)k, d, j->preds[d], NULL)->skip = PC_DSKIP_WINDOW;
+    over_window(j);
     return 0;
   }
   if ((err = source(w, &own, &src)) != 0) {
