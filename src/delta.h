@@ -34,6 +34,14 @@ typedef enum pc__delta {
 /* 1 when this build can write f: dcz with zstd, dcb with brotli >= 1.1. */
 int pc__delta_available(pc__delta_t f);
 
+/* NAME.<id>.dcb or .dcz: the name of the delta in format f of the file
+ * named `name`, made against the dictionary whose SHA-256 is `hash` (<id>:
+ * its first 16 hex digits, lower case), into out (NAME_MAX + 1 bytes). 0,
+ * or -ENAMETOOLONG.
+ */
+int pc__delta_name(const char *name, const unsigned char *hash, int f,
+                   char *out);
+
 /* The delta format named `s` ("dcb", "dcz"), or -1. */
 int pc__delta_format_named(const char *s);
 

@@ -10,6 +10,7 @@
 #include "delta.h"
 #include "deltashare.h"
 #include "dictset.h"
+#include "json.h"
 #include "sha256.h"
 
 #include <fcntl.h>
@@ -412,18 +413,9 @@ int pc__deltas_make(pc__work_t *w) {
 static int delta_name(const pc__job_t *j, const pc_delta_t *x,
                       char name[NAME_MAX + 1], char **full) {
   const char *base = j->fullpath + pc__job_base_off(j);
-  static const char hex[] = "0123456789abcdef";
-  char id[17];
-  int k;
 
-  for (k = 0; k < 8; k++) {
-    id[2 * k] = hex[x->sha256[k] >> 4];
-    id[2 * k + 1] = hex[x->sha256[k] & 15];
-  }
-  id[16] = '\0';
-  if (strlen(base) + 1 + 16 + 4 > NAME_MAX)
+  if (pc__delta_name(base, x->sha256, x->format, name) != 0)
     return -ENAMETOOLONG;
-  snprintf(name, NAME_MAX + 1, "%s.%s.%s", base, id, pc_delta_ext(x->format));
   if (full != NULL) {
     const char *od = j->cfg->spec.output_dir;
     char *dir = od != NULL ? pc__path_join(od, j->fullpath + j->rel_off)
@@ -496,13 +488,11 @@ static int kept_name(const pc__job_t *j, const char *name) {
   return 0;
 }
 
-static int hexval(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
-
 /* Removes the old delta outputs not kept, each recorded as removed. */
 static void remove_stale(pc__work_t *w) {
   pc__job_t *j = w->j;
-  unsigned nold = 0, k;
-  char **n;
+  unsigned nold = 0;
+  char **n, id[17];
   pc_delta_t *grown;
 
   for (n = j->old_deltas; n != NULL && *n != NULL; n++)
@@ -528,10 +518,12 @@ static void remove_stale(pc__work_t *w) {
     x = &j->res.deltas[j->res.ndeltas++];
     memset(x, 0, sizeof(*x));
     x->format = (*n)[len - 1] == 'b' ? PC_DCB : PC_DCZ;
-    /* Its name's id: the first 8 bytes of the hash it was made against. */
-    for (k = 0; k < 8; k++)
-      x->sha256[k] = (unsigned char)(hexval((*n)[len - 20 + 2 * k]) << 4 |
-                                     hexval((*n)[len - 19 + 2 * k]));
+    /* Its name's id: the first 8 bytes of the hash it was made against
+     * (16 lower-case hex digits, as pc__delta_output_name() found).
+     */
+    memcpy(id, *n + len - 20, 16);
+    id[16] = '\0';
+    (void)pc__unhex_hash(id, x->sha256, 8);
     x->skip = PC_DSKIP_RATIO; /* not kept: no pairing gives it now */
     x->action = PC_ACT_REMOVE;
     x->from = UINT32_MAX; /* none */

@@ -7,6 +7,7 @@
  */
 #include "incremental.h"
 
+#include "delta.h"
 #include "dictset.h"
 #include "work.h"
 
@@ -53,26 +54,6 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
   return 1;
 }
 
-/* The name of delta d of a record: FILE.<id>.ext, in out (NAME_MAX). */
-static int delta_name(const char *name, const pc__prev_delta_t *d,
-                      char out[NAME_MAX + 1]) {
-  static const char hex[] = "0123456789abcdef";
-  size_t n = strlen(name);
-  int k;
-
-  if (n + 1 + 16 + 4 > NAME_MAX)
-    return -ENAMETOOLONG;
-  memcpy(out, name, n);
-  out[n] = '.';
-  for (k = 0; k < 8; k++) {
-    out[n + 1 + 2 * k] = hex[d->sha256[k] >> 4];
-    out[n + 2 + 2 * k] = hex[d->sha256[k] & 15];
-  }
-  out[n + 17] = '.';
-  strcpy(out + n + 18, pc_delta_ext((pc_delta_format_t)d->format));
-  return 0;
-}
-
 /* One recorded delta still what this run would make: the same predecessor,
  * unchanged by size and mtime since (a link still a link), its output
  * there as recorded and stamped with the source's mtime.
@@ -92,7 +73,7 @@ static int delta_current(const pc__prev_t *prev, const pc__prev_delta_t *d,
     return 0;
   if (d->skip != PC_DSKIP_NONE)
     return 1;
-  return delta_name(name, d, oname) == 0 &&
+  return pc__delta_name(name, d->sha256, d->format, oname) == 0 &&
          fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0 &&
          S_ISREG(ost.st_mode) && (uint64_t)ost.st_size == d->size &&
          pc__ns(ost.st_mtim) == pc__ns(st->st_mtim);
@@ -119,7 +100,8 @@ int pc__deltas_current(const pc__prev_t *prev, const pc__prev_rec_t *p,
   /* No other delta output beside it: it would be stale. */
   for (; old != NULL && *old != NULL; old++) {
     for (k = 0; k < p->ndeltas; k++)
-      if (ds[k].skip == PC_DSKIP_NONE && delta_name(name, &ds[k], oname) == 0 &&
+      if (ds[k].skip == PC_DSKIP_NONE &&
+          pc__delta_name(name, ds[k].sha256, ds[k].format, oname) == 0 &&
           strcmp(oname, *old) == 0)
         break;
     if (k == p->ndeltas)
