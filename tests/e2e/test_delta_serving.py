@@ -236,15 +236,6 @@ Include "%(inc)s"
         return subprocess.run([self.binary, "-f", self.conf, "-t"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT)
 
-    def diagnostics(self):
-        out = super().diagnostics()
-        try:
-            with open(self.error_log, "rb") as f:
-                out += "\n--- error.log\n" + f.read()[-3000:].decode(errors="replace")
-        except OSError:
-            pass
-        return out
-
     def log_lines(self):
         """The access log as nginx's: (uri, available_dictionary, content_encoding, status)."""
         out = []

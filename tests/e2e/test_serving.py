@@ -178,12 +178,18 @@ class Server:
     def env(self):
         return dict(os.environ)
 
+    # A server's own error log beside its output, when it keeps one.
+    error_log = None
+
     def diagnostics(self):
-        try:
-            with open(self.log, "rb") as f:
-                return f.read()[-3000:].decode(errors="replace")
-        except OSError:
-            return ""
+        out = ""
+        for title, path in (("", self.log), ("\n--- error.log\n", self.error_log)):
+            try:
+                with open(path, "rb") as f:
+                    out += title + f.read()[-3000:].decode(errors="replace")
+            except (OSError, TypeError):
+                pass
+        return out
 
     def start(self):
         with open(self.log, "wb") as logf:
@@ -291,15 +297,6 @@ http {
 
     def command(self):
         return [self.binary, "-p", self.work + "/", "-c", self.conf, "-e", self.error_log]
-
-    def diagnostics(self):
-        out = super().diagnostics()
-        try:
-            with open(self.error_log, "rb") as f:
-                out += "\n--- error.log\n" + f.read()[-3000:].decode(errors="replace")
-        except OSError:
-            pass
-        return out
 
 
 class Caddy(Server):
@@ -416,15 +413,6 @@ DocumentRoot "%(site)s"
 
     def command(self):
         return [self.binary, "-f", self.conf, "-DFOREGROUND"]
-
-    def diagnostics(self):
-        out = super().diagnostics()
-        try:
-            with open(self.error_log, "rb") as f:
-                out += "\n--- error.log\n" + f.read()[-3000:].decode(errors="replace")
-        except OSError:
-            pass
-        return out
 
 
 class ServingBase(PCTestCase):
