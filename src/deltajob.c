@@ -508,7 +508,14 @@ static void remove_stale(pc__work_t *w) {
   for (n = j->old_deltas; *n != NULL; n++) {
     size_t len = strlen(*n);
     pc_delta_t *x;
+    struct stat ost;
     if (kept_name(j, *n))
+      continue;
+    /* A directory of that name is not ours to remove, as settle.c says
+     * of the plain outputs' names.
+     */
+    if (fstatat(w->odir.fd, *n, &ost, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(ost.st_mode))
       continue;
     if (!j->cfg->dry_run && unlinkat(w->odir.fd, *n, 0) != 0) {
       if (errno != ENOENT)

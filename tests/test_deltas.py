@@ -238,6 +238,13 @@ class Deltas(PCTestCase):
         self.assertFalse(os.path.exists(stray))
         # Without --dictionary-from the records do not hold (other
         # "dictionaries"): every file again, and no delta is left.
+        # A directory with a delta's name is not ours: left there, no error.
+        odd = os.path.join(r2, "css/site.css.fedcba9876543210.dcz")
+        os.makedirs(odd)
+        r = run(args)
+        self.assertEqual(r.rc, 0, r)
+        self.assertTrue(os.path.isdir(odd))
+        os.rmdir(odd)
         r = run(["--json", "--manifest", man, r2])
         self.assertEqual(json.loads(r.out)["unchanged"], 0, r.out)
         self.assertEqual(deltas_of(r2), [])
