@@ -423,7 +423,7 @@ class Deltas(PCTestCase):
         make_world_accessible(r2)
         os.chmod(os.path.join(r1, "css/site.css"), 0)
         man = self.path("m.json")
-        r = run(["--dictionary-from", r1, "--manifest", man, r2], as_nobody=True)
+        r = run(["--dictionary-from", r1, "--manifest", man, r2], as_nobody=True, program=self.prog)
         self.assertEqual(r.rc, 1, r)
         self.assertIn("no delta against", r.err)
         self.assertIn("site.css", r.err)
