@@ -461,6 +461,7 @@ static int write_delta(pc__work_t *w, unsigned k) {
     memset(&s, 0, sizeof(s));
     s.out = (pc__out_t)PC__OUT_INIT;
     s.base = name;
+    s.fresh = x->action == PC_ACT_CREATE; /* looked up just now */
     if ((err = pc__work_out_open(w, &s)) == 0 &&
         (err = pc__out_write(&s.out, o->data, o->len)) == 0)
       err = pc__out_commit(&s.out, name, &w->st, j->cfg->fsync);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,127 @@ int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final, mode_t mode) {
   return -EEXIST;
 }
 
+#if defined(O_TMPFILE) && !PC_FORCE_PORTABLE
+#define PC__ANON 1
+#else
+#define PC__ANON 0
+#endif
+
+/* Set once an unnamed output could not be made (no O_TMPFILE on a file
+ * system or in the kernel) or linked (no way to name a descriptor): every
+ * output after takes the named temp. Relaxed: a worker that misses the
+ * store tries once more and falls back the same way.
+ */
+static atomic_int no_anon;
+/* Set once linkat(AT_EMPTY_PATH) was refused (it needs
+ * CAP_DAC_READ_SEARCH on kernels before 6.10) and /proc/self/fd named the
+ * file instead: the refused call is not made again.
+ */
+static atomic_int link_by_proc;
+
+int pc__out_open_new(pc__out_t *o, int dirfd, const char *final) {
+#if PC__ANON
+  if (!atomic_load_explicit(&no_anon, memory_order_relaxed) &&
+      strchr(final, '/') == NULL) {
+    int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      o->fd = fd;
+      o->dirfd = dirfd;
+      o->tmp = NULL;
+      o->anon = 1;
+      return 0;
+    }
+    /* EOPNOTSUPP: a file system without it (NFS, FUSE); EISDIR or EINVAL:
+     * a kernel before 3.11. Any other error is the directory's, which the
+     * named create would meet as well.
+     */
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+      return PC__ERRNO();
+    atomic_store_explicit(&no_anon, 1, memory_order_relaxed);
+  }
+#endif
+  return pc__out_open(o, dirfd, final);
+}
+
+#if PC__ANON
+/* Links the unnamed file open at fd as `name` in dirfd, never replacing
+ * anything there (EEXIST). ENOENT from both ways: the directory is gone,
+ * or this process cannot name a descriptor.
+ */
+static int link_fd(int fd, int dirfd, const char *name) {
+  char proc[48];
+
+  if (!atomic_load_explicit(&link_by_proc, memory_order_relaxed)) {
+    if (linkat(fd, "", dirfd, name, AT_EMPTY_PATH) == 0)
+      return 0;
+    if (errno != ENOENT)
+      return PC__ERRNO();
+  }
+  snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+  if (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) != 0)
+    return PC__ERRNO();
+  atomic_store_explicit(&link_by_proc, 1, memory_order_relaxed);
+  return 0;
+}
+
+/* The unnamed file's bytes into a named temp of pc__out_open(), which
+ * replaces it in o: where no link can be made. Its mode and times are
+ * given again by the caller.
+ */
+static int to_named(pc__out_t *o, const char *final) {
+  pc__out_t n = PC__OUT_INIT;
+  char buf[1 << 14];
+  off_t off = 0;
+  ssize_t r;
+  int err;
+
+  if ((err = pc__out_open(&n, o->dirfd, final)) != 0)
+    return err;
+  while ((r = pread(o->fd, buf, sizeof(buf), off)) != 0) {
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0 || (err = pc__out_write(&n, buf, (size_t)r)) != 0) {
+      err = r < 0 ? PC__ERRNO() : err;
+      pc__out_discard(&n);
+      return err;
+    }
+    off += r;
+  }
+  close(o->fd);
+  *o = n;
+  return 0;
+}
+
+/* Puts the unnamed file at `final`: a link where nothing is; where
+ * something took the name since the caller found it absent, a link under
+ * a temp name, locked as every named temp (pc__out_reap), renamed over it.
+ */
+static int link_final(pc__out_t *o, const char *final) {
+  int tries, err = link_fd(o->fd, o->dirfd, final);
+
+  if (err != -EEXIST)
+    return err;
+  (void)flock(o->fd, LOCK_EX | LOCK_NB);
+  for (tries = 0; tries < 100; tries++) {
+    char *tmp = temp_name(final);
+    if (tmp == NULL)
+      return -ENOMEM;
+    if ((err = link_fd(o->fd, o->dirfd, tmp)) == 0) {
+      if (renameat(o->dirfd, tmp, o->dirfd, final) != 0) {
+        err = errno == EISDIR ? PC_EOUTDIR : PC__ERRNO();
+        unlinkat(o->dirfd, tmp, 0);
+      }
+      free(tmp);
+      return err;
+    }
+    free(tmp);
+    if (err != -EEXIST)
+      return err;
+  }
+  return -EEXIST;
+}
+#endif
+
 int pc__out_write(pc__out_t *o, const void *p, size_t n) {
   const unsigned char *c = p;
 
@@ -168,6 +290,25 @@ static int sync_dir(int dirfd, const char *path) {
 /* The end of both: close (its error counts), rename unless `err`, remove
  * the temp when anything failed.
  */
+#if PC__ANON
+/* The end of an unnamed output: `err` 0 when it is linked at `final`.
+ * Closing an unnamed file ends it. File systems with O_TMPFILE report
+ * write errors at write(), not at close(); one that did all the same
+ * takes the name back.
+ */
+static int finish_anon(pc__out_t *o, const char *final, int err, int sync) {
+  if (close(o->fd) != 0 && err == 0) {
+    err = PC__ERRNO();
+    unlinkat(o->dirfd, final, 0);
+  }
+  o->fd = -1;
+  o->anon = 0;
+  if (err == 0 && sync)
+    err = sync_dir(o->dirfd, final); /* linked: only durability is left */
+  return err;
+}
+#endif
+
 static int finish(pc__out_t *o, const char *final, int err, int sync) {
   /* The lock lives on the open file: a copy of the descriptor holds it
    * until the rename is done, so that no other run takes the temp for a
@@ -206,10 +347,11 @@ static void give_owner(int fd, const struct stat *src) {
     (void)fchown(fd, (uid_t)-1, src->st_gid);
 }
 
-int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
-                   int sync) {
+/* Gives fd the source's owner, permission bits and times, and with `sync`
+ * sends its data to the disk. 0 or a negative code.
+ */
+static int give_meta(int fd, const struct stat *src, int sync) {
   struct timespec times[2];
-  int err = 0;
 
   times[0] = src->st_atim;
   times[1] = src->st_mtim;
@@ -217,10 +359,31 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
    * write and the metadata. The owner first (a chown may clear mode bits),
    * then only permission bits: never set-id bits.
    */
-  give_owner(o->fd, src);
-  if (fchmod(o->fd, src->st_mode & 0777) != 0 || futimens(o->fd, times) != 0 ||
-      (sync && fsync(o->fd) != 0))
-    err = PC__ERRNO();
+  give_owner(fd, src);
+  if (fchmod(fd, src->st_mode & 0777) != 0 || futimens(fd, times) != 0 ||
+      (sync && fsync(fd) != 0))
+    return PC__ERRNO();
+  return 0;
+}
+
+int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
+                   int sync) {
+  int err = give_meta(o->fd, src, sync);
+
+#if PC__ANON
+  if (o->anon) {
+    if (err == 0 && (err = link_final(o, final)) == -ENOENT &&
+        to_named(o, final) == 0) {
+      /* No way to name a descriptor here (a named temp could be made, so
+       * the directory is there): this output and every one after take the
+       * named temp.
+       */
+      atomic_store_explicit(&no_anon, 1, memory_order_relaxed);
+      return finish(o, final, give_meta(o->fd, src, sync), sync);
+    }
+    return finish_anon(o, final, err, sync);
+  }
+#endif
   return finish(o, final, err, sync);
 }
 
@@ -316,6 +479,7 @@ void pc__out_discard(pc__out_t *o) {
   if (o->fd >= 0)
     close(o->fd);
   o->fd = -1;
+  o->anon = 0;
   if (o->tmp != NULL) {
     unlinkat(o->dirfd, o->tmp, 0);
     free(o->tmp);

@@ -15,10 +15,11 @@ typedef struct pc__out {
   int fd;    /* -1 when not open */
   int dirfd; /* the directory names are relative to (not owned) */
   char *tmp; /* malloc'd temp name (relative to dirfd) while it exists */
+  int anon;  /* fd is an unnamed file (O_TMPFILE): no tmp, linked at commit */
 } pc__out_t;
 
 #define PC__OUT_INIT                                                           \
-  { -1, AT_FDCWD, NULL }
+  { -1, AT_FDCWD, NULL, 0 }
 
 /* Creates the temp file for `final`, a name relative to `dirfd` (or a path,
  * with AT_FDCWD): ".NAME.XXXXXX.tmp" in the same directory,
@@ -26,6 +27,18 @@ typedef struct pc__out {
  * ending in '~', so the temp name fits NAME_MAX. 0 or a negative code.
  */
 int pc__out_open(pc__out_t *o, int dirfd, const char *final);
+
+/* pc__out_open() for a `final` the caller found absent (not in the walk's
+ * listing of its directory) and with no directory part: an unnamed file
+ * (O_TMPFILE, mode 0600) that pc__out_commit() links at the final name.
+ * No temp's directory entry to add, lock and rename away: on a fresh tree
+ * the create and the rename were most of the kernel's time per output.
+ * Where the file system or the kernel has no O_TMPFILE, or a link cannot
+ * be made from the descriptor (no CAP_DAC_READ_SEARCH and no /proc), the
+ * named temp of pc__out_open(), from then on for the whole process. A
+ * killed run leaves nothing behind. 0 or a negative code.
+ */
+int pc__out_open_new(pc__out_t *o, int dirfd, const char *final);
 
 /* pc__out_open() with another creation mode (less the umask): for files of
  * our own, such as cache entries, that pc__out_finish() renames as they are.
@@ -36,7 +49,9 @@ int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final, mode_t mode);
 int pc__out_write(pc__out_t *o, const void *p, size_t n);
 
 /* Gives the temp the permission bits and atime/mtime of `src`, closes it
- * and renames it over `final` (relative to the dirfd it was opened with).
+ * and renames it over `final` (relative to the dirfd it was opened with);
+ * an unnamed one is linked at `final`, or, when something took the name
+ * meanwhile, linked under a locked temp name and renamed over it.
  * With `sync`, the data reaches the disk
  * before the rename and the directory entry after it, so that after a power
  * loss the name holds the old file or the new one. On failure the temp is
@@ -47,6 +62,7 @@ int pc__out_commit(pc__out_t *o, const char *final, const struct stat *src,
 
 /* Closes the temp and renames it over `final` as it is: the mode it was
  * created with, the times of its writes. On failure the temp is removed.
+ * A named temp only (pc__out_open(), pc__out_open_mode()).
  */
 int pc__out_finish(pc__out_t *o, const char *final);
 

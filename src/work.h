@@ -37,6 +37,7 @@ typedef struct pc__fmt {
   const char *base;    /* its last component, relative to the job's directory */
   int on;              /* enabled and not dropped */
   int cached;          /* the result came from the cache */
+  int fresh;           /* `base` not in the walk's listing: written unnamed */
   pc__store_hit_t hit; /* a cached payload to copy (hit.rd), or zeroed */
   const unsigned char *mem; /* once settled: all of the output, still in
                                buf (never spilled before), or NULL */
@@ -128,7 +129,8 @@ static inline int pc__work_out_open(pc__work_t *w, pc__fmt_t *s) {
     w->odir.fd = fd;
     w->odir.own = 1;
   }
-  return pc__out_open(&s->out, w->odir.fd, s->base);
+  return s->fresh ? pc__out_open_new(&s->out, w->odir.fd, s->base)
+                  : pc__out_open(&s->out, w->odir.fd, s->base);
 }
 
 /* Records the first error and the name it is about. */

@@ -238,6 +238,7 @@ static int name_outputs(pc__work_t *w) {
     p[dl + n] = '.';
     strcpy(p + dl + n + 1, ext);
     w->fs[f].base = p + base;
+    w->fs[f].fresh = (j->absent & PC_FMT_BIT(f)) != 0;
   }
   return 0;
 }

@@ -87,6 +87,9 @@ SYSCALLS = (
     ("rename", ("EIO",)),
     ("renameat", ("EIO", "ENOSPC")),
     ("renameat2", ("EIO", "ENOSPC")),
+    # An unnamed output's link (src/out.c): ENOENT and EEXIST are its two
+    # ways back (name the descriptor through /proc; a temp name and a rename).
+    ("linkat", ("EIO", "ENOSPC", "ENOENT", "EEXIST")),
     ("fsync", ("EIO",)),
     ("fdatasync", ("EIO",)),
     ("fchmod", ("EPERM",)),
