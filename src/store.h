@@ -69,6 +69,19 @@ typedef struct pc__store_hit {
 int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
                   pc__store_hit_t *hit);
 
+/* Gives the calling thread's lookups one read snapshot until
+ * pc__store_unpin(c): a worker's unit of small files. Each lookup on its
+ * own began and ended a read transaction, and the two workers met on
+ * SQLite's lock of the WAL index for each (futex waits, a tenth of a warm
+ * run's time). One hit at a time uses the snapshot; a second one held at
+ * once (another format of the file) takes a pooled connection as without
+ * a pin. Hold it for milliseconds, not across compression: a snapshot
+ * keeps the WAL from being checkpointed past it. NULL c: nothing.
+ */
+void pc__store_pin(pc__store_t *c);
+/* Ends the pin (every hit released first). Same thread as the pin. */
+void pc__store_unpin(pc__store_t *c);
+
 /* Reads n payload bytes at off. 0 or a negative code. */
 int pc__store_read(pc__store_hit_t *hit, uint64_t off, void *buf, size_t n);
 

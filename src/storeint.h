@@ -48,6 +48,8 @@ typedef struct pc__store_reader {
   sqlite3_blob *blob; /* the hit's payload, in the open snapshot */
   XXH3_state_t *xs;   /* the checksum's state, kept for the next lookup */
   struct pc__store_reader *next_free, *next_all;
+  int pinned; /* its thread's, in an open read transaction (pc__store_pin) */
+  int busy;   /* pinned and holding a hit */
 } reader_t;
 
 struct pc__store {

@@ -61,10 +61,57 @@ static void reader_put(pc__store_t *c, reader_t *rd) {
   sqlite3_blob_close(rd->blob);
   rd->blob = NULL;
   sqlite3_reset(rd->get);
+  if (rd->pinned) { /* the pin's transaction goes on */
+    rd->busy = 0;
+    return;
+  }
   uv_mutex_lock(&c->mu);
   rd->next_free = c->free_readers;
   c->free_readers = rd;
   uv_mutex_unlock(&c->mu);
+}
+
+/* The calling thread's pin: its store and connection. */
+static _Thread_local const pc__store_t *pin_store;
+static _Thread_local reader_t *pin_reader;
+
+void pc__store_pin(pc__store_t *c) {
+  reader_t *rd;
+
+  if (c == NULL || pin_reader != NULL || (rd = reader_get(c)) == NULL)
+    return;
+  /* Deferred: the snapshot is taken by the first lookup. */
+  if (sqlite3_exec(rd->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+    reader_put(c, rd);
+    return;
+  }
+  rd->pinned = 1;
+  pin_store = c;
+  pin_reader = rd;
+}
+
+void pc__store_unpin(pc__store_t *c) {
+  reader_t *rd = pin_reader;
+
+  if (c == NULL || rd == NULL || pin_store != c)
+    return;
+  pin_reader = NULL;
+  pin_store = NULL;
+  /* Ends the read transaction (an error ended it already). */
+  if (!sqlite3_get_autocommit(rd->db))
+    sqlite3_exec(rd->db, "COMMIT", NULL, NULL, NULL);
+  rd->pinned = 0;
+  rd->busy = 0;
+  reader_put(c, rd);
+}
+
+/* The connection for a lookup: the thread's pin when it is free. */
+static reader_t *lookup_reader(pc__store_t *c) {
+  if (pin_store == c && pin_reader != NULL && !pin_reader->busy) {
+    pin_reader->busy = 1;
+    return pin_reader;
+  }
+  return reader_get(c);
 }
 
 void pc__store_readers_free(pc__store_t *c) {
@@ -126,7 +173,7 @@ int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
         bsearch(&p, c->keys, c->nkeys, sizeof(*c->keys), cmp_u64) == NULL)
       return 0;
   }
-  if ((rd = reader_get(c)) == NULL)
+  if ((rd = lookup_reader(c)) == NULL)
     return 0;
   /* One snapshot from the lookup to the last byte copied: the statement
    * stays on its row (its read transaction open) until the release.

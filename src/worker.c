@@ -524,6 +524,9 @@ void pc__work_unit(pc__job_t *head) {
    */
   if (head->unit.next != NULL && open_pdir(head, &pdir) != 0)
     pdir = (pc__dirfd_t)PC__DIRFD_NONE;
+  /* Small files: their lookups share one read snapshot of the cache. */
+  if (head->unit.next != NULL)
+    pc__store_pin(head->cfg->cache);
   for (j = head; j != NULL; j = j->unit.next) {
     if (j != head && pc__job_stopping(j)) {
       j->res.err = PC_EINTERRUPTED;
@@ -531,6 +534,8 @@ void pc__work_unit(pc__job_t *head) {
     }
     job_run(j, pdir, shared ? &odir : NULL);
   }
+  if (head->unit.next != NULL)
+    pc__store_unpin(head->cfg->cache);
   pc__dirfd_close(&odir);
   pc__dirfd_close(&pdir);
 }
