@@ -77,7 +77,7 @@ fail:
  * writes (storeid.h).
  */
 static int open_writer(pc__store_t *c, pc__store_kind_t kind) {
-  int rc, err;
+  int rc, err, waited;
 
   if ((err = pc__store_connect(c->path, c->read_only, 1, &c->wdb)) != 0 ||
       (err = pc__store_stamp(c->wdb, kind)) != 0)
@@ -85,12 +85,23 @@ static int open_writer(pc__store_t *c, pc__store_kind_t kind) {
   /* WAL: readers (workers, other runs) never wait for the writer, and a
    * commit needs no fsync; NORMAL keeps the store whole through a crash
    * or power loss (the last commits may be lost: misses, never bad bytes).
+   * Two runs that made the store at once switch it together: each holds
+   * the shared lock the other's switch waits for, and SQLite breaks that
+   * deadlock by failing one at once, its busy handler not called. The
+   * other is done in milliseconds: wait for it, as long as for any lock
+   * (a run's own retry of the whole open came too soon, and failed too:
+   * test_cache's shard runs under load).
    */
-  rc = sqlite3_exec(c->wdb,
-                    "PRAGMA journal_mode = WAL;"
-                    "PRAGMA synchronous = NORMAL;"
-                    "PRAGMA mmap_size = " MMAP_SIZE ";",
-                    NULL, NULL, NULL);
+  for (waited = 0; (rc = sqlite3_exec(c->wdb, "PRAGMA journal_mode = WAL", NULL,
+                                      NULL, NULL)) == SQLITE_BUSY &&
+                   waited < PC__STORE_BUSY_MS;
+       waited += 10)
+    uv_sleep(10);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(c->wdb,
+                      "PRAGMA synchronous = NORMAL;"
+                      "PRAGMA mmap_size = " MMAP_SIZE ";",
+                      NULL, NULL, NULL);
   /* The key index's pages stay in the writer's cache across commits: with
    * SQLite's 2 MiB each batch read them back from the WAL, and pages came
    * mapped rather than read (the writer's kernel time halved on 100,000

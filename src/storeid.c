@@ -410,9 +410,6 @@ int pc__store_writable(const char *path, pc__store_kind_t *kind) {
 
 /* --- connections ------------------------------------------------------ */
 
-/* How long a connection waits for another run's lock before giving up. */
-#define BUSY_MS 30000
-
 int pc__store_connect(const char *path, int read_only, int writer,
                       sqlite3 **out) {
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
@@ -433,7 +430,7 @@ int pc__store_connect(const char *path, int read_only, int writer,
     sqlite3_close(db);
     return err;
   }
-  sqlite3_busy_timeout(db, BUSY_MS);
+  sqlite3_busy_timeout(db, PC__STORE_BUSY_MS);
   sqlite3_extended_result_codes(db, 0);
   *out = db;
   return 0;

@@ -87,6 +87,9 @@ int pc__store_check_files(const char *path);
  */
 int pc__store_writable(const char *path, pc__store_kind_t *kind);
 
+/* How long a connection waits for another run's lock before giving up. */
+#define PC__STORE_BUSY_MS 30000
+
 /* A connection to the store at `path`: read-write for the writer, else
  * read-only; with read_only (a dry run) immutable, taking no lock and
  * making no file (pc__store_ro_uri). Never follows a link. 0 or a

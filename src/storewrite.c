@@ -108,8 +108,8 @@ static int apply(pc__store_t *c, const op_t *o, int64_t now) {
 }
 
 /* One transaction for the whole batch. Best effort: a batch that cannot
- * be committed (disk full, another run holding the lock past BUSY_MS) is
- * dropped whole, which the next run sees as misses.
+ * be committed (disk full, another run holding the lock past PC__STORE_BUSY_MS)
+ * is dropped whole, which the next run sees as misses.
  */
 static void commit(pc__store_t *c, op_t *batch) {
   int64_t now = (int64_t)time(NULL);

@@ -57,8 +57,8 @@ static int tmpfile_refused(int flags) {
          getenv("PC_FAULT_NO_TMPFILE") != NULL;
 }
 
-static int call_openat(const char *sym, int dirfd, const char *path,
-                       int flags, mode_t mode) {
+static int call_openat(const char *sym, int dirfd, const char *path, int flags,
+                       mode_t mode) {
   openat_fn real = (openat_fn)dlsym(RTLD_NEXT, sym);
   if (tmpfile_refused(flags)) {
     note("tmpfile");
@@ -91,7 +91,7 @@ PC_FAULT_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
 }
 
 PC_FAULT_EXPORT int linkat(int olddirfd, const char *oldpath, int newdirfd,
-           const char *newpath, int flags) {
+                           const char *newpath, int flags) {
   linkat_fn real = (linkat_fn)dlsym(RTLD_NEXT, "linkat");
   size_t n = strlen(newpath);
 
@@ -103,8 +103,8 @@ PC_FAULT_EXPORT int linkat(int olddirfd, const char *oldpath, int newdirfd,
   if (getenv("PC_FAULT_LINK_RACE") != NULL &&
       !(n >= 4 && strcmp(newpath + n - 4, ".tmp") == 0)) {
     openat_fn op = (openat_fn)dlsym(RTLD_NEXT, "openat");
-    int fd = op(newdirfd, newpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                0644);
+    int fd =
+        op(newdirfd, newpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       ssize_t w = write(fd, "planted", 7);
       (void)w;

@@ -33,8 +33,8 @@ static void put(const char *dir, uint64_t h, const char *text) {
   pc__store_t *c;
   pc__store_key_t k = key(h);
   EXPECT(pc__store_open(&c, dir, 0, 1 << 20) == 0);
-  EXPECT(pc__store_put(c, &k, 1, (const unsigned char *)text, -1,
-                       strlen(text), 0) == 1);
+  EXPECT(pc__store_put(c, &k, 1, (const unsigned char *)text, -1, strlen(text),
+                       0) == 1);
   pc__store_close(c);
 }
 
@@ -79,7 +79,7 @@ int main(void) {
 
   cur = "a pin is one snapshot";
   pc__store_pin(c);
-  pc__store_pin(c); /* a second pin changes nothing */
+  pc__store_pin(c);                         /* a second pin changes nothing */
   EXPECT(holds(c, 1, "the first payload")); /* the snapshot starts here */
   put(dir, 1, "replaced meanwhile");
   EXPECT(holds(c, 1, "the first payload"));
