@@ -206,8 +206,8 @@ check("last use recorded to", "src/storeint.h (TOUCH_AGE, s)",
       lambda: define("src/storeint.h", "TOUCH_AGE"),
       [(REF, r"the last hit, recorded to the (hour|minute|day)",
         lambda m: {"minute": 60, "hour": 3600, "day": 86400}[m.group(1)])])
-check("a writer's wait for another's batch", "src/storeid.c (BUSY_MS)",
-      lambda: define("src/storeid.c", "BUSY_MS"),
+check("a writer's wait for another's batch", "src/storeid.h (PC__STORE_BUSY_MS)",
+      lambda: define("src/storeid.h", "PC__STORE_BUSY_MS"),
       [(REF, r"a writer waits up to (\d+) s for another's batch", lambda m: 1000 * number(m.group(1)))])
 check("free pages before a VACUUM", "src/storewrite.c (do_trim)",
       lambda: int(code("src/storewrite.c", r"free_pages \* (\d+) > pages")),
