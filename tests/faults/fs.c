@@ -23,28 +23,36 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The project builds with -fvisibility=hidden: these must be seen. */
 #define PC_FAULT_EXPORT __attribute__((visibility("default")))
 
-typedef int (*openat_fn)(int, const char *, int, ...);
-typedef int (*linkat_fn)(int, const char *, int, const char *, int);
+/* The real calls, made as system calls: no dlsym() (whose object pointer
+ * ISO C does not let us call), nothing of libc's to go around.
+ */
+static int real_openat(int dirfd, const char *path, int flags, mode_t mode) {
+  return (int)syscall(SYS_openat, dirfd, path, flags, mode);
+}
+
+static int real_linkat(int olddirfd, const char *oldpath, int newdirfd,
+                       const char *newpath, int flags) {
+  return (int)syscall(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags);
+}
 
 static void note(const char *what) {
   const char *log = getenv("PC_FAULT_FS_LOG");
-  openat_fn op = (openat_fn)dlsym(RTLD_NEXT, "openat");
   int fd, e = errno;
 
   if (log == NULL ||
-      (fd = op(AT_FDCWD, log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-               0644)) < 0)
+      (fd = real_openat(AT_FDCWD, log,
+                        O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
     return;
   if (write(fd, what, strlen(what)) < 0 || write(fd, "\n", 1) < 0) {
   }
@@ -57,15 +65,13 @@ static int tmpfile_refused(int flags) {
          getenv("PC_FAULT_NO_TMPFILE") != NULL;
 }
 
-static int call_openat(const char *sym, int dirfd, const char *path, int flags,
-                       mode_t mode) {
-  openat_fn real = (openat_fn)dlsym(RTLD_NEXT, sym);
+static int call_openat(int dirfd, const char *path, int flags, mode_t mode) {
   if (tmpfile_refused(flags)) {
     note("tmpfile");
     errno = EOPNOTSUPP;
     return -1;
   }
-  return real(dirfd, path, flags, mode);
+  return real_openat(dirfd, path, flags, mode);
 }
 
 PC_FAULT_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
@@ -76,7 +82,7 @@ PC_FAULT_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     mode = va_arg(ap, mode_t);
     va_end(ap);
   }
-  return call_openat("openat", dirfd, path, flags, mode);
+  return call_openat(dirfd, path, flags, mode);
 }
 
 PC_FAULT_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
@@ -87,12 +93,11 @@ PC_FAULT_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     mode = va_arg(ap, mode_t);
     va_end(ap);
   }
-  return call_openat("openat64", dirfd, path, flags, mode);
+  return call_openat(dirfd, path, flags, mode);
 }
 
 PC_FAULT_EXPORT int linkat(int olddirfd, const char *oldpath, int newdirfd,
                            const char *newpath, int flags) {
-  linkat_fn real = (linkat_fn)dlsym(RTLD_NEXT, "linkat");
   size_t n = strlen(newpath);
 
   if (getenv("PC_FAULT_NO_LINK") != NULL) {
@@ -102,14 +107,13 @@ PC_FAULT_EXPORT int linkat(int olddirfd, const char *oldpath, int newdirfd,
   }
   if (getenv("PC_FAULT_LINK_RACE") != NULL &&
       !(n >= 4 && strcmp(newpath + n - 4, ".tmp") == 0)) {
-    openat_fn op = (openat_fn)dlsym(RTLD_NEXT, "openat");
-    int fd =
-        op(newdirfd, newpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = real_openat(newdirfd, newpath,
+                         O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       ssize_t w = write(fd, "planted", 7);
       (void)w;
       close(fd);
     }
   }
-  return real(olddirfd, oldpath, newdirfd, newpath, flags);
+  return real_linkat(olddirfd, oldpath, newdirfd, newpath, flags);
 }
