@@ -25,10 +25,13 @@
  *
  *   floor io DIR...
  *       Walks DIR the same way and, for each file: opens and reads it, writes
- *       its bytes to a temp file beside it (.NAME.XXXXXX.tmp, O_CREAT|O_EXCL|
- *       O_NOFOLLOW, 0600), fchmod()s it to the source's mode, futimens()s it
- *       to the source's atime/mtime, closes it and rename()s it to
- *       NAME.iofloor. No compression. One thread. Prints the wall seconds of
+ *       its bytes the way precompress writes an output its directory did not
+ *       list: an unnamed file in that directory (O_TMPFILE, 0600), fchmod()ed
+ *       to the source's mode, futimens()ed to the source's atime/mtime, then
+ *       linked as NAME.iofloor (linkat AT_EMPTY_PATH, else /proc/self/fd/N)
+ *       and closed. Where the file system has no O_TMPFILE: a temp file
+ *       beside it (.NAME.XXXXXX.tmp, O_CREAT|O_EXCL|O_NOFOLLOW, 0600), closed
+ *       and rename()d. No compression. One thread. Prints the wall seconds of
  *       the whole loop, walk included: the file-system cost of writing one
  *       output per file the way precompress does.
  *
@@ -443,6 +446,23 @@ static int codec(int argc, char **argv) {
 /* ---- I/O floor -------------------------------------------------------------
  */
 
+/* Links the unnamed file open at fd as `final` (replacing an earlier
+ * run's). 0 or -1 with errno.
+ */
+static int link_unnamed(int fd, const char *final) {
+  char proc[64];
+  for (int tries = 0; tries < 2; tries++) {
+    if (linkat(fd, "", AT_FDCWD, final, AT_EMPTY_PATH) == 0)
+      return 0;
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, final, AT_SYMLINK_FOLLOW) == 0)
+      return 0;
+    if (errno != EEXIST || unlink(final) != 0)
+      return -1;
+  }
+  return -1;
+}
+
 static int copy_one(const char *path, unsigned char *buf, size_t cap,
                     unsigned *seq, uint64_t *bytes) {
   int in = open(path, O_RDONLY | O_CLOEXEC);
@@ -455,7 +475,13 @@ static int copy_one(const char *path, unsigned char *buf, size_t cap,
   size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
   const char *base = path + dirlen;
   char tmp[8192], final[8192];
-  int out = -1;
+  int out = -1, unnamed = 0;
+#ifdef O_TMPFILE
+  snprintf(tmp, sizeof tmp, "%.*s", dirlen ? (int)dirlen : 1,
+           dirlen ? path : ".");
+  out = open(tmp, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  unnamed = out >= 0;
+#endif
   for (int tries = 0; out < 0 && tries < 100; tries++) {
     snprintf(tmp, sizeof tmp, "%.*s.%s.iofloor.%06u.tmp", (int)dirlen, path,
              base, (*seq)++ % 1000000u);
@@ -490,15 +516,15 @@ static int copy_one(const char *path, unsigned char *buf, size_t cap,
     }
   }
   struct timespec times[2] = {st.st_atim, st.st_mtim};
+  snprintf(final, sizeof final, "%s.iofloor", path);
   if (fchmod(out, st.st_mode & 07777) != 0 || futimens(out, times) != 0 ||
-      close(out) != 0) {
-    perror(tmp);
+      (unnamed && link_unnamed(out, final) != 0) || close(out) != 0) {
+    perror(unnamed ? final : tmp);
     return -1;
   }
   close(in);
   *bytes += (uint64_t)st.st_size;
-  snprintf(final, sizeof final, "%s.iofloor", path);
-  if (rename(tmp, final) != 0) {
+  if (!unnamed && rename(tmp, final) != 0) {
     perror(final);
     return -1;
   }

@@ -604,7 +604,7 @@ report_corpus() { # corpus corpusdir
         echo "Floors: codec CPU on the distinct contents: gzip ${gz_cpu} s, brotli ${br_cpu} s" \
             "(${NPROC} threads, bare zlib/libbrotli calls); codec floor wall = CPU / ${NPROC} cores:" \
             "gzip ${cf_gz} s$([[ $br_cpu != 0.000 ]] && echo ", gzip+brotli ${cf_gzbr} s");" \
-            "I/O floor (read + write one output per file via temp, fchmod, futimens, rename; one thread): ${io} s."
+            "I/O floor (read + write one output per file as precompress writes a new one: unnamed temp, fchmod, futimens, link; one thread): ${io} s."
         echo
         echo "Codec CPU ${cpu_n} s on ${NPROC} threads (${cpu_1} s on one thread: ${cpu_pct} when the cores share the machine);" \
             "bare codecs on ${NPROC} threads, largest first: wall ${bare_wall} s."
