@@ -134,8 +134,8 @@ int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final, mode_t mode) {
  * store tries once more and falls back the same way.
  */
 static atomic_int no_anon;
-/* Set once linkat(AT_EMPTY_PATH) was refused (it needs
- * CAP_DAC_READ_SEARCH on kernels before 6.10) and /proc/self/fd named the
+/* Set once linkat(AT_EMPTY_PATH) was refused (most kernels want
+ * CAP_DAC_READ_SEARCH for it, which root has) and /proc/self/fd named the
  * file instead: the refused call is not made again.
  */
 static atomic_int link_by_proc;
