@@ -287,9 +287,6 @@ static int sync_dir(int dirfd, const char *path) {
   return err;
 }
 
-/* The end of both: close (its error counts), rename unless `err`, remove
- * the temp when anything failed.
- */
 #if PC__ANON
 /* The end of an unnamed output: `err` 0 when it is linked at `final`.
  * Closing an unnamed file ends it. File systems with O_TMPFILE report
@@ -309,6 +306,9 @@ static int finish_anon(pc__out_t *o, const char *final, int err, int sync) {
 }
 #endif
 
+/* The end of a named temp, for both: close (its error counts), rename unless
+ * `err`, remove the temp when anything failed.
+ */
 static int finish(pc__out_t *o, const char *final, int err, int sync) {
   /* The lock lives on the open file: a copy of the descriptor holds it
    * until the rename is done, so that no other run takes the temp for a

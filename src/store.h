@@ -75,8 +75,11 @@ int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
  * SQLite's lock of the WAL index for each (futex waits, a tenth of a warm
  * run's time). One hit at a time uses the snapshot; a second one held at
  * once (another format of the file) takes a pooled connection as without
- * a pin. Hold it for milliseconds, not across compression: a snapshot
- * keeps the WAL from being checkpointed past it. NULL c: nothing.
+ * a pin. A snapshot keeps the WAL from being checkpointed past it and
+ * misses what commits meanwhile: hold it for a unit, at most 64 files and
+ * 256 KiB (schedule.h), which is milliseconds when its files are cached
+ * and up to a few tenths of a second of brotli 11 when they miss. NULL c:
+ * nothing.
  */
 void pc__store_pin(pc__store_t *c);
 /* Ends the pin (every hit released first). Same thread as the pin. */

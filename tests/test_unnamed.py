@@ -173,7 +173,7 @@ class Unnamed(PCTestCase):
         out = self.path("out")
         calls, _ = self.traced(["-q", "-j", "2", "--output-dir", out, root])
         n = self.outputs_of(cls)
-        got = [r for r in walk_all(out) if stat.S_ISREG(walk_all(out)[r].st_mode)] if n else []
+        got = [r for r, st in walk_all(out).items() if stat.S_ISREG(st.st_mode)]
         self.assertEqual(len(got), n)
         for rel, c in cls.items():
             for fmt, blob in c["out"].items():

@@ -65,15 +65,6 @@ static int tmpfile_refused(int flags) {
          getenv("PC_FAULT_NO_TMPFILE") != NULL;
 }
 
-static int call_openat(int dirfd, const char *path, int flags, mode_t mode) {
-  if (tmpfile_refused(flags)) {
-    note("tmpfile");
-    errno = EOPNOTSUPP;
-    return -1;
-  }
-  return real_openat(dirfd, path, flags, mode);
-}
-
 PC_FAULT_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
   mode_t mode = 0;
   if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
@@ -82,19 +73,19 @@ PC_FAULT_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     mode = va_arg(ap, mode_t);
     va_end(ap);
   }
-  return call_openat(dirfd, path, flags, mode);
+  if (tmpfile_refused(flags)) {
+    note("tmpfile");
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  return real_openat(dirfd, path, flags, mode);
 }
 
-PC_FAULT_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
-  mode_t mode = 0;
-  if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
-  return call_openat(dirfd, path, flags, mode);
-}
+/* The same call under its large-file name, which a program built with
+ * _FILE_OFFSET_BITS=64 on a 32-bit system calls.
+ */
+PC_FAULT_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+    __attribute__((alias("openat")));
 
 PC_FAULT_EXPORT int linkat(int olddirfd, const char *oldpath, int newdirfd,
                            const char *newpath, int flags) {
