@@ -378,10 +378,21 @@ class Deltas(PCTestCase):
         e = [x for x in json.loads(read(man))["files"] if x["path"] == "css/site.css"][0]
         self.assertEqual(e["deltas"][0]["skipped"], "link")
         self.assertNotIn("sha256", e["deltas"][0])
-        # Usage errors: more than 8 directories, a bad template, an unknown format.
-        self.assertEqual(run(sum([["--dictionary-from", r1]] * 9, []) + [r2]).rc, 2)
-        self.assertEqual(run(["--dictionary-from", r1, "--dictionary-name", "[hash].[ext]", r2]).rc, 2)
-        self.assertEqual(run(["--dictionary-from", r1, "--deltas", "dcx", r2]).rc, 2)
+        # Usage errors: more than 8 directories, a bad template, an unknown
+        # format. The first two only the library knows; the parse asks it, so
+        # each is one line on stderr, exit 2, before anything is read.
+        for argv, says in (
+            (sum([["--dictionary-from", r1]] * 9, []), "at most 8 --dictionary-from"),
+            (["--dictionary-from", r1, "--dictionary-name", "[hash].[ext]"],
+             "--dictionary-name: a template is"),
+            (["--dictionary-from", r1, "--deltas", "dcx"], "--deltas"),
+        ):
+            r = run(argv + ["-v", r2])
+            self.assertEqual(r.rc, 2, r)
+            self.assertEqual(r.out, "", r)
+            self.assertEqual(r.err.count("\n"), 1, r)
+            self.assertIn(says, r.err)
+            self.assertIn("(see 'precompress --help')", r.err)
 
     def test_odd_predecessors(self):
         r1, f1, r2, f2 = self.releases()

@@ -610,6 +610,16 @@ static cli_status_t finish(parser_t *p) {
   }
   if (p->npaths == 0)
     return fail(args, CLI_EUSAGE, "no PATH given");
+  {
+    /* What only the library knows (at most 8 --dictionary-from, the name
+     * templates, what this build can write): asked here, so that a parse
+     * that returns CLI_OK hands main() options pc_run() takes.
+     */
+    const char *what = NULL;
+    if (pc_options_check(&args->opts, &what) != 0)
+      return fail(args, CLI_EUSAGE, "%s",
+                  what != NULL ? what : "invalid options");
+  }
   return CLI_OK;
 }
 

@@ -73,8 +73,8 @@ typedef struct cli_args {
 
 /* Parses argv[1..argc-1] into args, which needs no initialisation. Options
  * apply in the order given. On CLI_OK with action CLI_ACTION_RUN, at least
- * one PATH and one format are set. Whatever the status, call
- * cli_args_free() afterwards.
+ * one PATH and one format are set and pc_options_check() accepts the
+ * options. Whatever the status, call cli_args_free() afterwards.
  */
 cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv);
 
