@@ -36,7 +36,11 @@ script computes. The flags it needs: --headless --no-sandbox (root) --disable-gp
 --disable-sync; nothing else (no feature flag: Chromium >= 130 has the feature on; the page is
 http://127.0.0.1:PORT/, a secure context). Skipped, saying so, without nginx, zstd or chromium.
 
-ApacheDeltaServing: the same two tests against Apache httpd (apache2, Debian's modules),
+test_nginx_delta_requests: HEAD, a conditional GET (the delta's ETag: 304 varying on
+Available-Dictionary; the .gz's: the delta) and a Range (206 of the delta's bytes) with the
+dictionary offered (check_delta_requests).
+
+ApacheDeltaServing: the same three tests against Apache httpd (apache2, Debian's modules),
 release N's generated include in its server context, `apache2 -t` first; Debian's mime types
 (/etc/mime.types types .js text/javascript: the delta's Content-Type must be the file's, as
 Apache types it), mod_deflate on for scripts and styles (the deltas must reach the client as
@@ -326,10 +330,10 @@ class Releases(PCTestCase):
         with open(manifest, "w") as f:
             json.dump(m, f)
 
-    def get(self, path, headers):
+    def get(self, path, headers, method="GET"):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            conn.putrequest("GET", path, skip_accept_encoding=True)
+            conn.putrequest(method, path, skip_accept_encoding=True)
             for k, v in headers.items():
                 conn.putheader(k, v)
             conn.endheaders()
@@ -410,6 +414,71 @@ class Releases(PCTestCase):
         st, h, _ = self.get("/static/nothing.js", {"Accept-Encoding": ACCEPT_ALL})
         self.assertEqual((st, h.get("use-as-dictionary")), (404, None))
 
+    def check_delta_requests(self):
+        """Release 2's deltas asked for as caches and download managers ask: HEAD, a
+        conditional GET, a range. HEAD: the GET's status and headers, the delta's length, no
+        body. A validator of the delta: 304, still varying on Available-Dictionary; one of the
+        .gz (a cache that holds the .gz and now has the dictionary): the delta whole, never a
+        304 that would keep the .gz in a delta's place. A range: bytes of the delta as on
+        disk (206, Content-Range of its size), or the whole delta (200): a range of an encoded
+        answer counts in its encoded bytes (RFC 9110, 14.1.1)."""
+        for name in ("app.js", "style.css"):
+            with self.subTest(name):
+                new, _ = self.files[(2, name)]
+                old_data = self.files[(1, name)][1]
+                url = "/static/" + new
+                ask = {"Accept-Encoding": ACCEPT_ALL,
+                       "Available-Dictionary": ":%s:" % base64.b64encode(sha256(old_data)).decode()}
+                st, h, body = self.get(url, ask)
+                self.assertEqual(st, 200)
+                coding = h.get("content-encoding")
+                self.assertIn(coding, ("dcz", "dcb"), h)
+                delta = read(self.path("r2", "static", "%s.%s.%s"
+                                       % (new, sha256(old_data).hex()[:16], coding)))
+                self.assertEqual(body, delta)
+                # HEAD
+                st, hh, hbody = self.get(url, ask, method="HEAD")
+                self.assertEqual((st, hbody), (200, b""))
+                for k in ("content-encoding", "content-type", "content-length", "vary",
+                          "use-as-dictionary", "etag", "last-modified"):
+                    self.assertEqual(hh.get(k), h.get(k), "HEAD's %s" % k)
+                self.assertEqual(int(hh["content-length"]), len(delta))
+                vary = [v.strip().lower() for v in h.get("vary", "").split(",")]
+                # A conditional GET with the delta's own validator.
+                self.assertTrue(h.get("etag") or h.get("last-modified"), h)
+                cond = dict(ask)
+                if h.get("etag"):
+                    cond["If-None-Match"] = h["etag"]
+                else:
+                    cond["If-Modified-Since"] = h["last-modified"]
+                st, ch, cbody = self.get(url, cond)
+                self.assertEqual((st, cbody), (304, b""), ch)
+                cvary = [v.strip().lower() for v in ch.get("vary", "").split(",")]
+                self.assertIn("available-dictionary", cvary, ch)
+                self.assertIn("accept-encoding", cvary, ch)
+                # The .gz's validator while the delta is what would be sent.
+                st, gh, _ = self.get(url, {"Accept-Encoding": "gzip"})
+                self.assertEqual((st, gh.get("content-encoding")), (200, "gzip"), gh)
+                gz_etag = bool(gh.get("etag")) and gh["etag"] != h.get("etag")
+                if gz_etag:
+                    st, xh, xbody = self.get(url, dict(ask, **{"If-None-Match": gh["etag"]}))
+                    self.assertEqual((st, xh.get("content-encoding"), xbody),
+                                     (200, coding, delta), "the .gz's ETag answered")
+                # A range of the delta.
+                self.assertGreater(len(delta), 40)
+                st, rh, rbody = self.get(url, dict(ask, Range="bytes=10-29"))
+                self.assertIn(st, (200, 206), rh)
+                self.assertEqual(rh.get("content-encoding"), coding, rh)
+                if st == 206:
+                    self.assertEqual(rbody, delta[10:30])
+                    self.assertEqual(rh.get("content-range"), "bytes 10-29/%d" % len(delta))
+                else:
+                    self.assertEqual(rbody, delta)
+                print("%s: HEAD ok, 304 on %s, the .gz's ETag %s, range %d" % (
+                    name, "ETag" if h.get("etag") else "Last-Modified",
+                    "answered with the delta" if gz_etag else "absent (not tried)", st))
+        self.assertIn("available-dictionary", vary)
+
     def check_chromium_takes_deltas(self):
         """chromium loads release 1's page, then release 2's (one profile, a server each, on
         the same port): the access log shows release 2's script and style sent as deltas,
@@ -477,6 +546,10 @@ class DeltaServing(Releases):
         self.check_serves_deltas({"app.js": ("application/javascript",), "style.css": ("text/css",)},
                                  lambda accept: "gzip" if "gzip" in accept else None)
 
+    def test_nginx_delta_requests(self):
+        self.serve(2)
+        self.check_delta_requests()
+
     def test_chromium_takes_deltas(self):
         self.check_chromium_takes_deltas()
 
@@ -512,6 +585,10 @@ class ApacheDeltaServing(Releases):
             {"app.js": ("application/javascript", "text/javascript"), "style.css": ("text/css",)},
             lambda accept: "br" if re.search(r"\bbr\b", accept) else
             "gzip" if "gzip" in accept else None)
+
+    def test_apache_delta_requests(self):
+        self.serve(2)
+        self.check_delta_requests()
 
     def test_chromium_takes_deltas_from_apache(self):
         self.check_chromium_takes_deltas()
