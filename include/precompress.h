@@ -587,8 +587,10 @@ PC_EXTERN int pc_merge_manifests_write(int (*put)(void *data, const void *buf,
 typedef enum pc_conf {
   PC_CONF_NGINX_HTTP = 1,     /* nginx: the maps, for http {} */
   PC_CONF_NGINX_LOCATION = 2, /* nginx: `location ^~ PREFIX`, for server {} */
-  PC_CONF_APACHE = 3 /* Apache httpd 2.4: for a <VirtualHost> (or the main
-                        server), outside <Directory>; `prefix` has no ',' */
+  PC_CONF_APACHE = 3, /* Apache httpd 2.4: for a <VirtualHost> (or the main
+                         server), outside <Directory>; `prefix` has no ',' */
+  PC_CONF_CADDY = 4   /* Caddy 2: a Caddyfile snippet for the site block,
+                         beside file_server { precompressed } */
 } pc_conf_t;
 
 /* Writes to `put`, in blocks, once the whole manifest at `manifest` has

@@ -1,8 +1,9 @@
 /* pc_server_config(): a server's configuration, generated from a manifest,
  * that serves RFC 9842's dictionary-compressed outputs (FILE.<id>.dcb/.dcz,
  * docs/deltas.md) and offers the current release's files as dictionaries
- * for the next one: nginx's (serverconf_nginx.c) or Apache httpd's
- * (serverconf_apache.c), written from what this file reads (serverconf.h).
+ * for the next one: nginx's (serverconf_nginx.c), Apache httpd's
+ * (serverconf_apache.c) or Caddy's (serverconf_caddy.c), written from what this
+ * file reads (serverconf.h).
  *
  * The manifest is parsed whole with jansson (the one place beside
  * manifest_read.c, whose streaming lines do not carry "deltas" yet; see
@@ -21,8 +22,8 @@
 #include <string.h>
 
 /* A character of a URL path written as it is everywhere: in nginx's and
- * Apache's double-quoted strings, a structured-field string and a
- * URLPattern.
+ * Apache's double-quoted strings, Caddyfile tokens (no '{' to start a
+ * placeholder, no '`'), a structured-field string and a URLPattern.
  */
 static int plain_char(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -125,6 +126,32 @@ static int one_file(pc__conf_t *c, json_t *f) {
   return use_as_dict(c->prefix, path, &e->match);
 }
 
+size_t pc__conf_kept_types(const pc__conf_t *c, const char *const types[][2],
+                           size_t n, unsigned char *used) {
+  size_t i, k, unknown = 0;
+
+  for (i = 0; i < c->nfiles; i++) {
+    const char *dot = strrchr(c->files[i].path, '.');
+    if (!c->files[i].kept)
+      continue;
+    for (k = 0; dot != NULL && strchr(dot, '/') == NULL && k < n; k++)
+      if (strcmp(dot + 1, types[k][0]) == 0)
+        break;
+    if (dot != NULL && strchr(dot, '/') == NULL && k < n)
+      used[k] = 1;
+    else
+      unknown++;
+  }
+  return unknown;
+}
+
+int pc__conf_put_re(pc__buf_t *b, const char *s) {
+  int err = 0;
+  for (; *s && err == 0; s++)
+    err = *s == '.' ? pc__buf_puts(b, "\\.") : pc__buf_append(b, s, 1);
+  return err;
+}
+
 static unsigned hexval(char h) {
   return (unsigned)(h <= '9' ? h - '0' : h - 'a' + 10);
 }
@@ -217,6 +244,8 @@ static int generate(pc__conf_t *c, pc_conf_t kind) {
     return pc__conf_nginx_http(c);
   case PC_CONF_NGINX_LOCATION:
     return pc__conf_nginx_location(c);
+  case PC_CONF_CADDY:
+    return pc__conf_caddy(c);
   default:
     return pc__conf_apache(c);
   }
@@ -231,7 +260,7 @@ int pc_server_config(int (*put)(void *data, const void *buf, size_t len),
 
   if (put == NULL || manifest == NULL || prefix == NULL ||
       (kind != PC_CONF_NGINX_HTTP && kind != PC_CONF_NGINX_LOCATION &&
-       kind != PC_CONF_APACHE) ||
+       kind != PC_CONF_APACHE && kind != PC_CONF_CADDY) ||
       !good_prefix(kind, prefix))
     return -EINVAL;
   memset(&c, 0, sizeof(c));

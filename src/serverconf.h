@@ -1,6 +1,7 @@
 /* What pc_server_config() (serverconf.c) reads from a manifest, and the
  * generators that write a server's configuration from it: nginx
- * (serverconf_nginx.c) and Apache httpd (serverconf_apache.c). The
+ * (serverconf_nginx.c), Apache httpd (serverconf_apache.c) and Caddy
+ * (serverconf_caddy.c). The
  * manifest is read, and each file's Use-As-Dictionary URL pattern made, in
  * one place; each server's file only writes.
  */
@@ -39,11 +40,24 @@ typedef struct pc__conf {
 } pc__conf_t;
 
 /* nginx: the maps, for http {}; `location ^~ PREFIX`, for server {}.
- * Apache httpd: rules for a <VirtualHost> (or the main server). Each
+ * Apache httpd: rules for a <VirtualHost> (or the main server). Caddy: a
+ * Caddyfile snippet for the site block. Each
  * appends to c->out: 0 or -ENOMEM. */
 int pc__conf_nginx_http(pc__conf_t *c);
 int pc__conf_nginx_location(pc__conf_t *c);
 int pc__conf_apache(pc__conf_t *c);
+int pc__conf_caddy(pc__conf_t *c);
+
+/* Which entries of a server's type table ({extension, type}, n of them)
+ * the files with a delta kept have: used[k] set for each. Returns the
+ * number of such files whose extension the table lacks. */
+size_t pc__conf_kept_types(const pc__conf_t *c, const char *const types[][2],
+                           size_t n, unsigned char *used);
+
+/* s appended to b as a regular expression (PCRE, RE2) matching itself: of
+ * the plain characters (serverconf.c), only '.' means anything else there.
+ * 0 or -ENOMEM. */
+int pc__conf_put_re(pc__buf_t *b, const char *s);
 
 /* Each line of text appended to b indented by `ind` spaces: 0, -ENOMEM.
  * Inline: the generators share it, and serverconf.c calls them. */

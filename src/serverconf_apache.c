@@ -32,15 +32,6 @@
 
 #include <string.h>
 
-/* s into b as a regex matching itself ('.' is the one plain character a
- * regex reads otherwise). */
-static int put_re(pc__buf_t *b, const char *s) {
-  int err = 0;
-  for (; *s && err == 0; s++)
-    err = *s == '.' ? pc__buf_puts(b, "\\.") : pc__buf_append(b, s, 1);
-  return err;
-}
-
 /* The Use-As-Dictionary rules; *out counts the files left out (a ',' would
  * end the rule's E= flag early). */
 static int put_uad(pc__conf_t *c, size_t *out) {
@@ -58,8 +49,8 @@ static int put_uad(pc__conf_t *c, size_t *out) {
       continue;
     }
     if ((err = pc__buf_puts(&c->out, "RewriteRule \"^")) != 0 ||
-        (err = put_re(&c->out, c->prefix)) != 0 ||
-        (err = put_re(&c->out, f->path)) != 0)
+        (err = pc__conf_put_re(&c->out, c->prefix)) != 0 ||
+        (err = pc__conf_put_re(&c->out, f->path)) != 0)
       break;
     err = pc__buf_printf(&c->out,
                          "(\\.(br|gz|zst)|\\.[0-9a-f]{16}\\.dc[bz])?$\" "
@@ -79,7 +70,7 @@ static int put_dicts(pc__conf_t *c) {
                          "\"=:%s:\"\n"
                          "RewriteRule \"^",
                          c->dicts[i].b64);
-    if (err == 0 && (err = put_re(&c->out, c->prefix)) == 0)
+    if (err == 0 && (err = pc__conf_put_re(&c->out, c->prefix)) == 0)
       err = pc__buf_printf(&c->out, "\" \"-\" \"[NS,E=PC_ID:%.*s]\"\n",
                            PC__CONF_ID_HEX, c->dicts[i].hex);
   }
@@ -104,7 +95,7 @@ static int put_delta(pc__conf_t *c, const char *coding) {
       "RewriteCond \"%%{DOCUMENT_ROOT}$1.%%{ENV:PC_ID}.%s\" -f\n"
       "RewriteRule \"^(",
       coding, coding, coding);
-  if (err == 0 && (err = put_re(&c->out, c->prefix)) == 0)
+  if (err == 0 && (err = pc__conf_put_re(&c->out, c->prefix)) == 0)
     err = pc__buf_printf(&c->out,
                          "[-A-Za-z0-9._~/!&,;=@']+)$\" "
                          "\"$1.%%{ENV:PC_ID}.%s\" "

@@ -46,18 +46,6 @@ static const char *const types[][2] = {
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
-/* The table's index of name's extension, or -1. */
-static int ext_index(const char *name) {
-  const char *dot = strrchr(name, '.');
-  size_t k;
-  if (dot == NULL || strchr(dot, '/') != NULL)
-    return -1;
-  for (k = 0; k < NTYPES; k++)
-    if (strcmp(dot + 1, types[k][0]) == 0)
-      return (int)k;
-  return -1;
-}
-
 static const char http_fixed[] =
     "\n# The delta codings the client accepts (q=0 refuses one).\n"
     "map $http_accept_encoding $pc_dcb {\n"
@@ -176,15 +164,9 @@ static const char loc_head[] =
  * delta kept, whose `types` give the delta the file's type. */
 int pc__conf_nginx_location(pc__conf_t *c) {
   unsigned char used[NTYPES] = {0};
-  size_t i, unknown = 0;
-  int err, k;
+  size_t i, unknown = pc__conf_kept_types(c, types, NTYPES, used);
+  int err;
 
-  for (i = 0; i < c->nfiles; i++) {
-    if (c->files[i].kept && (k = ext_index(c->files[i].path)) >= 0)
-      used[k] = 1;
-    else if (c->files[i].kept)
-      unknown++;
-  }
   if ((err = pc__buf_printf(&c->out,
                             "# precompress server-config nginx --part "
                             "location: include in server {}.\n"

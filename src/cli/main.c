@@ -355,7 +355,7 @@ static int merge_main(int argc, char **argv) {
 }
 
 /* precompress server-config nginx --part http|location [--location PREFIX]
- * MANIFEST, or server-config apache [--location PREFIX] MANIFEST: the
+ * MANIFEST, or server-config apache|caddy [--location PREFIX] MANIFEST: the
  * server configuration that serves the manifest's .dcb/.dcz outputs
  * (pc_server_config(); docs/deltas.md, "Serving"), on standard output.
  */
@@ -376,6 +376,8 @@ static int server_config_main(int argc, char **argv) {
   }
   if (strcmp(server, "apache") == 0)
     kind = part == NULL ? PC_CONF_APACHE : 0;
+  else if (strcmp(server, "caddy") == 0)
+    kind = part == NULL ? PC_CONF_CADDY : 0;
   else if (strcmp(server, "nginx") == 0 && part != NULL)
     kind = strcmp(part, "http") == 0       ? PC_CONF_NGINX_HTTP
            : strcmp(part, "location") == 0 ? PC_CONF_NGINX_LOCATION
@@ -383,7 +385,7 @@ static int server_config_main(int argc, char **argv) {
   if (i > argc || kind == 0 || manifest == NULL) {
     cli_report_msg(NULL, "usage: precompress server-config nginx --part "
                          "http|location [--location URL] MANIFEST\n"
-                         "   or: precompress server-config apache "
+                         "   or: precompress server-config apache|caddy "
                          "[--location URL] MANIFEST");
     return EXIT_USAGE;
   }

@@ -299,6 +299,15 @@ http {
         return [self.binary, "-p", self.work + "/", "-c", self.conf, "-e", self.error_log]
 
 
+def caddy_env(home):
+    """Caddy's environment: its data and configuration under `home`, not the user's."""
+    e = dict(os.environ)
+    e["HOME"] = home
+    e["XDG_DATA_HOME"] = os.path.join(home, "data")
+    e["XDG_CONFIG_HOME"] = os.path.join(home, "config")
+    return e
+
+
 class Caddy(Server):
     name = "caddy"
     # `precompressed br zstd gzip`: the client's q-values first (q=0 refused), the
@@ -345,11 +354,7 @@ http://127.0.0.1:%(port)d {
                               cwd=self.work, timeout=60)
 
     def env(self):
-        e = dict(os.environ)
-        e["HOME"] = self.home
-        e["XDG_DATA_HOME"] = os.path.join(self.home, "data")
-        e["XDG_CONFIG_HOME"] = os.path.join(self.home, "config")
-        return e
+        return caddy_env(self.home)
 
     def expected_encoding(self, accept, existing):
         acc = accepted(accept)
