@@ -598,15 +598,18 @@ typedef enum pc_conf {
  * outputs (.dcb, .dcz) its "deltas" list with the right Content-Encoding,
  * Content-Type and Vary, and offers each file it lists as compressed as a
  * dictionary (Use-As-Dictionary), the files being served at the URL
- * `prefix` + their path (`prefix` begins and ends with '/'). Returns 0,
- * PC_EBADMANIFEST (not JSON), PC_ENOTMANIFEST (JSON, not a manifest),
- * -EINVAL (a bad kind or prefix), -ENOMEM, an error reading the manifest,
- * or the first non-zero return of `put`.
+ * `prefix` + their path (`prefix` begins and ends with '/'). `dir`, NULL
+ * for the server's document root at `prefix`, is the directory `prefix`
+ * serves (Apache's `Alias prefix dir`; PC_CONF_APACHE only): absolute, of
+ * the characters a prefix has. Returns 0, PC_EBADMANIFEST (not JSON),
+ * PC_ENOTMANIFEST (JSON, not a manifest), -EINVAL (a bad kind, prefix or
+ * dir), -ENOMEM, an error reading the manifest, or the first non-zero
+ * return of `put`.
  */
 PC_EXTERN int pc_server_config(int (*put)(void *data, const void *buf,
                                           size_t len),
                                void *data, const char *manifest, pc_conf_t kind,
-                               const char *prefix);
+                               const char *prefix, const char *dir);
 
 /* Validates options without running. Returns 0 or -EINVAL; *what, when not
  * NULL, receives a static phrase naming the bad field.

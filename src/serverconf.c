@@ -126,32 +126,6 @@ static int one_file(pc__conf_t *c, json_t *f) {
   return use_as_dict(c->prefix, path, &e->match);
 }
 
-size_t pc__conf_kept_types(const pc__conf_t *c, const char *const types[][2],
-                           size_t n, unsigned char *used) {
-  size_t i, k, unknown = 0;
-
-  for (i = 0; i < c->nfiles; i++) {
-    const char *dot = strrchr(c->files[i].path, '.');
-    if (!c->files[i].kept)
-      continue;
-    for (k = 0; dot != NULL && strchr(dot, '/') == NULL && k < n; k++)
-      if (strcmp(dot + 1, types[k][0]) == 0)
-        break;
-    if (dot != NULL && strchr(dot, '/') == NULL && k < n)
-      used[k] = 1;
-    else
-      unknown++;
-  }
-  return unknown;
-}
-
-int pc__conf_put_re(pc__buf_t *b, const char *s) {
-  int err = 0;
-  for (; *s && err == 0; s++)
-    err = *s == '.' ? pc__buf_puts(b, "\\.") : pc__buf_append(b, s, 1);
-  return err;
-}
-
 static unsigned hexval(char h) {
   return (unsigned)(h <= '9' ? h - '0' : h - 'a' + 10);
 }
@@ -238,6 +212,11 @@ static int good_prefix(pc_conf_t kind, const char *prefix) {
          (kind != PC_CONF_APACHE || strchr(prefix, ',') == NULL);
 }
 
+/* An Alias's directory: absolute, plain, no "..". */
+static int good_dir(const char *dir) {
+  return dir[0] == '/' && plain(dir) && strstr(dir, "..") == NULL;
+}
+
 static int generate(pc__conf_t *c, pc_conf_t kind) {
   switch (kind) {
   case PC_CONF_NGINX_HTTP:
@@ -253,18 +232,28 @@ static int generate(pc__conf_t *c, pc_conf_t kind) {
 
 int pc_server_config(int (*put)(void *data, const void *buf, size_t len),
                      void *data, const char *manifest, pc_conf_t kind,
-                     const char *prefix) {
+                     const char *prefix, const char *dir) {
   pc__conf_t c;
   json_t *root = NULL, *files;
+  char *d = NULL;
   int err;
 
   if (put == NULL || manifest == NULL || prefix == NULL ||
       (kind != PC_CONF_NGINX_HTTP && kind != PC_CONF_NGINX_LOCATION &&
        kind != PC_CONF_APACHE && kind != PC_CONF_CADDY) ||
-      !good_prefix(kind, prefix))
+      !good_prefix(kind, prefix) ||
+      (dir != NULL && (kind != PC_CONF_APACHE || !good_dir(dir))))
     return -EINVAL;
   memset(&c, 0, sizeof(c));
   c.prefix = prefix;
+  if (dir != NULL) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+      n--;
+    if ((d = strndup(dir, n)) == NULL)
+      return -ENOMEM;
+    c.dir = strcmp(d, "/") == 0 ? "" : d;
+  }
   if ((err = load(manifest, &root, &files)) == 0 &&
       (err = collect(&c, files)) == 0)
     err = generate(&c, kind);
@@ -278,5 +267,6 @@ int pc_server_config(int (*put)(void *data, const void *buf, size_t len),
     free(c.files[c.nfiles].match);
   }
   free(c.files);
+  free(d);
   return err;
 }

@@ -32,6 +32,8 @@ typedef struct pc__conf_dict {
 typedef struct pc__conf {
   pc__buf_t out;          /* what is written */
   const char *prefix;     /* the URL of the manifest's root: /.../ */
+  const char *dir;        /* the directory prefix serves (an Apache Alias),
+                             no '/' at its end, or NULL: the document root */
   pc__conf_file_t *files; /* in the manifest's order */
   size_t nfiles, fcap;
   pc__conf_dict_t *dicts; /* distinct, by hex */
@@ -48,19 +50,45 @@ int pc__conf_nginx_location(pc__conf_t *c);
 int pc__conf_apache(pc__conf_t *c);
 int pc__conf_caddy(pc__conf_t *c);
 
+/* The helpers below are inline: the generators share them, and
+ * serverconf.c calls the generators (no loop between the files). */
+
 /* Which entries of a server's type table ({extension, type}, n of them)
  * the files with a delta kept have: used[k] set for each. Returns the
  * number of such files whose extension the table lacks. */
-size_t pc__conf_kept_types(const pc__conf_t *c, const char *const types[][2],
-                           size_t n, unsigned char *used);
+static inline size_t pc__conf_kept_types(const pc__conf_t *c,
+                                         const char *const types[][2], size_t n,
+                                         unsigned char *used) {
+  size_t i, k, unknown = 0;
+
+  for (i = 0; i < c->nfiles; i++) {
+    const char *dot = strrchr(c->files[i].path, '.');
+    if (!c->files[i].kept)
+      continue;
+    if (dot != NULL && strchr(dot, '/') != NULL)
+      dot = NULL; /* a dot in a directory's name: no extension */
+    for (k = 0; dot != NULL && k < n; k++)
+      if (strcmp(dot + 1, types[k][0]) == 0)
+        break;
+    if (dot != NULL && k < n)
+      used[k] = 1;
+    else
+      unknown++;
+  }
+  return unknown;
+}
 
 /* s appended to b as a regular expression (PCRE, RE2) matching itself: of
  * the plain characters (serverconf.c), only '.' means anything else there.
  * 0 or -ENOMEM. */
-int pc__conf_put_re(pc__buf_t *b, const char *s);
+static inline int pc__conf_put_re(pc__buf_t *b, const char *s) {
+  int err = 0;
+  for (; *s && err == 0; s++)
+    err = *s == '.' ? pc__buf_puts(b, "\\.") : pc__buf_append(b, s, 1);
+  return err;
+}
 
-/* Each line of text appended to b indented by `ind` spaces: 0, -ENOMEM.
- * Inline: the generators share it, and serverconf.c calls them. */
+/* Each line of text appended to b indented by `ind` spaces: 0, -ENOMEM. */
 static inline int pc__conf_indented(pc__buf_t *b, const char *text, int ind) {
   int err = 0;
   while (*text && err == 0) {

@@ -18,11 +18,13 @@
  *  - FILE.<id>.dcb, else FILE.<id>.dcz: when PC_ID is set, the client
  *    accepts the coding (q above 0) and the file is there, the URL is
  *    rewritten to it [PT], with no-gzip and no-brotli (mod_deflate,
- *    mod_brotli leave it alone). "There" is %{DOCUMENT_ROOT} and the URL:
- *    a look-ahead (%{LA-U:REQUEST_FILENAME}, which would follow an Alias)
- *    runs the <Directory>'s own rules too, and README.md's .br/.gz rules
- *    there turn the file's name into a redirect; -F takes a path, not a
- *    URL, and -U holds any URL that maps to no file as there.
+ *    mod_brotli leave it alone). "There" is %{DOCUMENT_ROOT} and the URL,
+ *    or the Alias's directory (c->dir, given: --alias) and the URL below
+ *    the prefix: a look-ahead (%{LA-U:REQUEST_FILENAME}, which would
+ *    follow an Alias by itself) runs the <Directory>'s own rules too, and
+ *    README.md's .br/.gz rules there turn the file's name into a redirect;
+ *    -F takes a path, not a URL, and -U holds any URL that maps to no file
+ *    as there.
  *  - mod_mime types the delta by the file's name: RemoveType/-Language/
  *    -Charset leave .dcb and .dcz no type, language or charset of their
  *    own, so the type is that of the extension before (app.js.<id>.dcz is
@@ -80,10 +82,14 @@ static int put_dicts(pc__conf_t *c) {
 static const char delta_head[] =
     "# FILE.<id>.dcb, else FILE.<id>.dcz: a dictionary held, the coding "
     "accepted\n"
-    "# (q=0 refuses it), the file there (below DocumentRoot, at its URL).\n";
+    "# (q=0 refuses it), the file there.\n";
 
 /* The rule that serves FILE.<id>.CODING: plain names only (a rewrite to a
- * '?' would start a query string). */
+ * '?' would start a query string). $1 is the URL below the prefix; the
+ * file is looked for at the document root + the URL, or in the Alias's
+ * directory; [PT] hands the new URL to the URL-to-file mapping (an Alias
+ * included).
+ */
 static int put_delta(pc__conf_t *c, const char *coding) {
   int err = pc__buf_printf(
       &c->out,
@@ -91,16 +97,24 @@ static int put_delta(pc__conf_t *c, const char *coding) {
       "RewriteCond \"%%{HTTP:Accept-Encoding}\" "
       "\"(^|,)\\s*%s\\s*(;|,|$)\" [NC]\n"
       "RewriteCond \"%%{HTTP:Accept-Encoding}\" "
-      "\"!(^|,)\\s*%s\\s*;\\s*q\\s*=\\s*0(\\.0{0,3})?\\s*(,|$)\" [NC]\n"
-      "RewriteCond \"%%{DOCUMENT_ROOT}$1.%%{ENV:PC_ID}.%s\" -f\n"
-      "RewriteRule \"^(",
-      coding, coding, coding);
+      "\"!(^|,)\\s*%s\\s*;\\s*q\\s*=\\s*0(\\.0{0,3})?\\s*(,|$)\" [NC]\n",
+      coding, coding);
+  if (err == 0 && c->dir == NULL)
+    err =
+        pc__buf_printf(&c->out, "RewriteCond \"%%{DOCUMENT_ROOT}%s", c->prefix);
+  else if (err == 0)
+    err = pc__buf_printf(&c->out, "RewriteCond \"%s/", c->dir);
+  if (err == 0)
+    err = pc__buf_printf(&c->out,
+                         "$1.%%{ENV:PC_ID}.%s\" -f\n"
+                         "RewriteRule \"^",
+                         coding);
   if (err == 0 && (err = pc__conf_put_re(&c->out, c->prefix)) == 0)
     err = pc__buf_printf(&c->out,
-                         "[-A-Za-z0-9._~/!&,;=@']+)$\" "
-                         "\"$1.%%{ENV:PC_ID}.%s\" "
+                         "([-A-Za-z0-9._~/!&,;=@']+)$\" "
+                         "\"%s$1.%%{ENV:PC_ID}.%s\" "
                          "\"[NS,PT,L,E=no-gzip:1,E=no-brotli:1]\"\n",
-                         coding);
+                         c->prefix, coding);
   return err;
 }
 

@@ -355,12 +355,13 @@ static int merge_main(int argc, char **argv) {
 }
 
 /* precompress server-config nginx --part http|location [--location PREFIX]
- * MANIFEST, or server-config apache|caddy [--location PREFIX] MANIFEST: the
+ * MANIFEST, server-config apache [--location PREFIX] [--alias DIR] MANIFEST
+ * or server-config caddy [--location PREFIX] MANIFEST: the
  * server configuration that serves the manifest's .dcb/.dcz outputs
  * (pc_server_config(); docs/deltas.md, "Serving"), on standard output.
  */
 static int server_config_main(int argc, char **argv) {
-  const char *prefix = "/", *part = NULL, *manifest = NULL;
+  const char *prefix = "/", *part = NULL, *manifest = NULL, *alias = NULL;
   const char *server = argc > 2 ? argv[2] : "";
   int i, err, kind = 0;
 
@@ -369,6 +370,8 @@ static int server_config_main(int argc, char **argv) {
       prefix = argv[++i];
     else if (strcmp(argv[i], "--part") == 0 && i + 1 < argc)
       part = argv[++i];
+    else if (strcmp(argv[i], "--alias") == 0 && i + 1 < argc)
+      alias = argv[++i];
     else if (argv[i][0] != '-' && manifest == NULL)
       manifest = argv[i];
     else
@@ -376,24 +379,31 @@ static int server_config_main(int argc, char **argv) {
   }
   if (strcmp(server, "apache") == 0)
     kind = part == NULL ? PC_CONF_APACHE : 0;
-  else if (strcmp(server, "caddy") == 0)
+  else if (strcmp(server, "caddy") == 0 && alias == NULL)
     kind = part == NULL ? PC_CONF_CADDY : 0;
-  else if (strcmp(server, "nginx") == 0 && part != NULL)
+  else if (strcmp(server, "nginx") == 0 && part != NULL && alias == NULL)
     kind = strcmp(part, "http") == 0       ? PC_CONF_NGINX_HTTP
            : strcmp(part, "location") == 0 ? PC_CONF_NGINX_LOCATION
                                            : 0;
   if (i > argc || kind == 0 || manifest == NULL) {
     cli_report_msg(NULL, "usage: precompress server-config nginx --part "
                          "http|location [--location URL] MANIFEST\n"
-                         "   or: precompress server-config apache|caddy "
+                         "   or: precompress server-config apache "
+                         "[--location URL] [--alias DIR] MANIFEST\n"
+                         "   or: precompress server-config caddy "
                          "[--location URL] MANIFEST");
     return EXIT_USAGE;
   }
-  err = pc_server_config(write_stdout, NULL, manifest, (pc_conf_t)kind, prefix);
+  err = pc_server_config(write_stdout, NULL, manifest, (pc_conf_t)kind, prefix,
+                         alias);
   if (err == -EINVAL) {
-    cli_report_msg(NULL, "--location: a URL path that begins and ends with "
-                         "'/', of letters, digits and -._~!&,;=@' (no ',' "
-                         "for apache)");
+    cli_report_msg(NULL,
+                   "--location: a URL path that begins and ends with "
+                   "'/', of letters, digits and -._~!&,;=@' (no ',' "
+                   "for apache)%s",
+                   alias == NULL ? ""
+                                 : "; --alias: an absolute directory of the "
+                                   "same characters, without ..");
     return EXIT_USAGE;
   }
   if (err != 0 && !(stdout_gone || err == stdout_err))

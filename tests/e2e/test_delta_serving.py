@@ -187,9 +187,11 @@ class Apache(Server):
     the language Breton there), mod_deflate compressing scripts and styles on the fly (which
     must leave the deltas alone), and README.md's .br/.gz rules in the files' <Directory>."""
     name = "apache"
-    MODULES = ("mpm_event", "authz_core", "dir", "mime", "rewrite", "headers", "filter", "deflate")
+    MODULES = ("mpm_event", "authz_core", "dir", "mime", "rewrite", "headers", "filter", "deflate",
+               "alias")
 
-    def __init__(self, test, site, work, binary, port, include):
+    def __init__(self, test, site, work, binary, port, include, alias=None):
+        """alias: (URL, DIR), an `Alias URL DIR/` with README.md's rules in DIR's <Directory>."""
         super().__init__(test, site, work)
         self.port = port
         self.binary = binary
@@ -227,7 +229,7 @@ DirectoryIndex index.html
     Require all granted
     # README.md's snippet:
 %(readme)s</Directory>
-<Location "/">
+%(alias)s<Location "/">
     Header set Cache-Control "no-store"
 </Location>
 <Location "/static/">
@@ -236,7 +238,10 @@ DirectoryIndex index.html
 Include "%(inc)s"
 """ % {"w": work, "port": port, "mods": mods, "user": user, "mime": mime, "site": site,
                 "fmt": APACHE_LOG_FORMAT, "inc": include,
-                "readme": indent(readme_snippet("apache"), " " * 4)})
+                "readme": indent(readme_snippet("apache"), " " * 4),
+                "alias": "" if alias is None else
+                ('Alias "%s" "%s/"\n<Directory "%s">\n    Require all granted\n%s</Directory>\n'
+                 % (alias[0], alias[1], alias[1], indent(readme_snippet("apache"), " " * 4)))})
 
     def command(self):
         return [self.binary, "-f", self.conf, "-DFOREGROUND"]
@@ -636,15 +641,26 @@ class ApacheDeltaServing(Releases):
             self.skipTest(why)
         super().setUp()
 
-    def serve(self, release):
-        """Apache serving release N from its generated include, on self.port."""
+    def serve(self, release, alias=False, with_alias_option=True):
+        """Apache serving release N from its generated include, on self.port. alias: its
+        static/ through an `Alias /static/ .../rN/static/`, the DocumentRoot another
+        directory (the page only), and --alias given to server-config unless told not to."""
         work = self.path("apache%d" % release)
         os.mkdir(work)
-        r = run(["server-config", "apache", "--location", "/static/", self.manifests[release]])
+        site = self.path("r%d" % release)
+        args = ["server-config", "apache", "--location", "/static/"]
+        if alias:
+            docroot = self.path("docroot%d" % release)
+            os.mkdir(docroot)
+            shutil.copy(os.path.join(site, "index.html"), docroot)
+            if with_alias_option:
+                args += ["--alias", os.path.join(site, "static")]
+        r = run(args + [self.manifests[release]])
         self.assertEqual(r.rc, 0, r)
         inc = os.path.join(work, "pc-static.conf")
         write(inc, r.out.encode())
-        server = Apache(self, self.path("r%d" % release), work, self.apache, self.port, inc)
+        server = Apache(self, docroot if alias else site, work, self.apache, self.port, inc,
+                        alias=("/static/", os.path.join(site, "static")) if alias else None)
         t = server.configtest()
         self.assertEqual(t.returncode, 0, "apache2 -t:\n%s\n%s"
                          % (t.stdout.decode(errors="replace"), r.out))
@@ -665,6 +681,27 @@ class ApacheDeltaServing(Releases):
 
     def test_chromium_takes_deltas_from_apache(self):
         self.check_chromium_takes_deltas()
+
+    def test_apache_alias(self):
+        """The files served through an Alias (Django's deployment docs' way): without --alias
+        the rules look below DocumentRoot and find no delta (.br goes); with it, every check
+        of test_apache_serves_deltas and test_apache_delta_requests."""
+        old_data = self.files[(1, "app.js")][1]
+        ask = {"Accept-Encoding": ACCEPT_ALL,
+               "Available-Dictionary": ":%s:" % base64.b64encode(sha256(old_data)).decode()}
+        url = "/static/" + self.files[(2, "app.js")][0]
+        server = self.serve(2, alias=True, with_alias_option=False)
+        st, h, _ = self.get(url, ask)
+        self.assertEqual((st, h.get("content-encoding")), (200, "br"), h)
+        server.stop()
+        shutil.rmtree(self.path("apache2"))
+        shutil.rmtree(self.path("docroot2"))
+        self.serve(2, alias=True)
+        self.check_serves_deltas(
+            {"app.js": ("application/javascript", "text/javascript"), "style.css": ("text/css",)},
+            lambda accept: "br" if re.search(r"\bbr\b", accept) else
+            "gzip" if "gzip" in accept else None)
+        self.check_delta_requests()
 
 
 class CaddyDeltaServing(Releases):
@@ -816,7 +853,15 @@ class GeneratedConfig(PCTestCase):
             (r"/s/my-element\.mjs", "/s/my-element.mjs")]), r.out)
         self.assertIn("# 3 files left out of Use-As-Dictionary", r.out)
         for coding in ("dcb", "dcz"):
-            self.assertIn('RewriteCond "%%{DOCUMENT_ROOT}$1.%%{ENV:PC_ID}.%s" -f\n' % coding, r.out)
+            self.assertIn('RewriteCond "%%{DOCUMENT_ROOT}/s/$1.%%{ENV:PC_ID}.%s" -f\n' % coding, r.out)
+            self.assertIn('RewriteRule "^/s/([-A-Za-z0-9._~/!&,;=@\']+)$" "/s/$1.%%{ENV:PC_ID}.%s" '
+                          '"[NS,PT,L,E=no-gzip:1,E=no-brotli:1]"\n' % coding, r.out)
+        r = run(["server-config", "apache", "--location", "/s/", "--alias", "/srv/my app/s/", m])
+        self.assertEqual((r.rc, r.out), (2, ""), r)
+        r = run(["server-config", "apache", "--location", "/s/", "--alias", "/srv/app/s//", m])
+        self.assertEqual(r.rc, 0, r)
+        for coding in ("dcb", "dcz"):
+            self.assertIn('RewriteCond "/srv/app/s/$1.%%{ENV:PC_ID}.%s" -f\n' % coding, r.out)
         self.assertIn('<Location "/s/">', r.out)
         apache, why = apache_binary()
         if not apache:
@@ -877,6 +922,10 @@ class GeneratedConfig(PCTestCase):
                 (["nginx", "--part", "server", good], 2, "usage"),
                 (["apache", "--part", "http", good], 2, "usage"),
                 (["apache", "--location", "/a,b/", good], 2, "--location"),
+                (["apache", "--alias", "static", good], 2, "--alias"),
+                (["apache", "--alias", "/srv/../etc", good], 2, "--alias"),
+                (["nginx", "--part", "http", "--alias", "/srv", good], 2, "usage"),
+                (["caddy", "--alias", "/srv", good], 2, "usage"),
                 (["apache", self.path("bad.json")], 1, "invalid JSON"),
                 (["apache"], 2, "usage"),
                 (["caddy", "--part", "http", good], 2, "usage"),

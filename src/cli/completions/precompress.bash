@@ -21,11 +21,12 @@ _precompress() {
   fi
   if [[ ${words[1]} == server-config ]]; then
     case $prev in
-      server-config) COMPREPLY=($(compgen -W "nginx apache" -- "$cur")) ;;
+      server-config) COMPREPLY=($(compgen -W "nginx apache caddy" -- "$cur")) ;;
       --part) COMPREPLY=($(compgen -W "http location" -- "$cur")) ;;
       --location) ;;
+      --alias) _filedir -d ;;
       *) if [[ $cur == -* ]]; then
-           COMPREPLY=($(compgen -W "--part --location" -- "$cur"))
+           COMPREPLY=($(compgen -W "--part --location --alias" -- "$cur"))
          else
            _filedir json
          fi ;;

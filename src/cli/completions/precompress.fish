@@ -1,11 +1,13 @@
 # fish completion for precompress
 
 complete -c precompress -n '__fish_use_subcommand' -a merge-manifests -d 'join the manifests of shards'
-complete -c precompress -n '__fish_use_subcommand' -a server-config -d 'an nginx or Apache configuration serving the deltas of a manifest'
+complete -c precompress -n '__fish_use_subcommand' -a server-config -d 'an nginx, Apache or Caddy configuration serving the deltas of a manifest'
 complete -c precompress -n '__fish_seen_subcommand_from server-config' -a nginx -d 'nginx include'
 complete -c precompress -n '__fish_seen_subcommand_from server-config' -a apache -d 'Apache httpd snippet'
+complete -c precompress -n '__fish_seen_subcommand_from server-config' -a caddy -d 'Caddyfile snippet'
 complete -c precompress -n '__fish_seen_subcommand_from server-config' -l part -x -a 'http location' -d 'which part of the nginx include'
 complete -c precompress -n '__fish_seen_subcommand_from server-config' -l location -x -d 'the URL path the manifest root is served at'
+complete -c precompress -n '__fish_seen_subcommand_from server-config' -l alias -x -a '(__fish_complete_directories)' -d 'the directory an Apache Alias serves the URL from'
 complete -c precompress -l no-gzip -d 'do not write .gz'
 complete -c precompress -l no-brotli -d 'do not write .br'
 complete -c precompress -l zstd -d 'also write .zst'
