@@ -264,7 +264,8 @@ Include "%(inc)s"
 
 class Caddy(Server):
     """Caddy 2 with the generated snippet imported in its site block, on a port given,
-    README.md's `file_server { precompressed br zstd gzip }` after it, a JSON access log."""
+    `encode gzip` on, README.md's `file_server { precompressed br zstd gzip }` after it, a
+    JSON access log."""
     name = "caddy"
 
     def __init__(self, test, site, work, binary, port, snippet):
@@ -295,6 +296,8 @@ http://127.0.0.1:%(port)d {
 \theader @page Cache-Control no-store
 \theader /static/* Cache-Control max-age=3600
 \timport "%(snippet)s"
+\t# Compression on the fly, which must leave the deltas (and the sidecars) as they are.
+\tencode gzip
 \t# README.md's snippet:
 %(readme)s}
 """ % {"home": self.home, "port": port, "site": site, "log": self.access_log,
