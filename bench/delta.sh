@@ -129,6 +129,22 @@ elif pkg-config --atleast-version=1.1 libbrotlidec 2>/dev/null; then
     cc -O2 -std=c11 "$HERE/dcb_decode.c" -o "$SCRATCH/tools/dcb_decode" "${flags[@]}" 2>/dev/null &&
         DCB_DECODE=$SCRATCH/tools/dcb_decode
 fi
+# The codec floors (bench/README.md, Deltas): bench/floor.c's `codec` on r2
+# (the plain formats of every file) and bench/deltafloor.c on the changed
+# files (their .dcb and .dcz; against brotli 1.1 from the same prefix, else
+# the system's, which makes no .dcb).
+xx=()
+if [[ -e /usr/include/xxhash.h ]]; then xx=(-DHAVE_XXHASH -lxxhash); fi
+cc -O2 -std=c11 -Wall -Wextra -pthread -o "$SCRATCH/tools/floor" "$HERE/floor.c" -lz -lbrotlienc \
+    "${xx[@]}" || die "cannot build bench/floor.c (needs zlib1g-dev libbrotli-dev)"
+if [[ -f $prefix/lib/$tri/libbrotlienc.a ]]; then
+    cc -O2 -std=c11 -Wall -Wextra -pthread -I"$prefix/include" "$HERE/deltafloor.c" \
+        -o "$SCRATCH/tools/deltafloor" "$prefix/lib/$tri/libbrotlienc.a" \
+        "$prefix/lib/$tri/libbrotlicommon.a" -lzstd -lz -lm
+else
+    cc -O2 -std=c11 -Wall -Wextra -pthread "$HERE/deltafloor.c" -o "$SCRATCH/tools/deltafloor" \
+        -lbrotlienc -lzstd -lz -lm
+fi || die "cannot build bench/deltafloor.c (needs libzstd-dev libbrotli-dev)"
 "$PC" -V >"$RES/version"
 say "bench/delta: $(cat "$RES/version"); runs on $fs_kind ($MNT); RUNS=$RUNS"
 
@@ -144,6 +160,22 @@ for pkg in $PKGS; do
         printf '%s\t%s\n' "$new" "$b" >>"$RES/$pkg/ref.tsv"
     done <"$PAIRS_DIR/$pkg/pairs.tsv"
 done
+
+# The floors, in every round after the pair's runs (the codecs' CPU swings
+# from run to run on this VM as precompress's does: medians of as many), on
+# every core; the files read from the pairs' own copies (codec CPU does not
+# depend on the file system; reading is not counted).
+nproc=$(nproc)
+nodcb=()
+[[ $(cat "$RES/version") == *"deltas: dcb"* ]] || nodcb=(--no-dcb)
+floors() { # pkg
+    "$SCRATCH/tools/floor" codec --gzip --brotli --threads "$nproc" "$PAIRS_DIR/$1/r2" |
+        sed -n 's/^files=/plain files=/p' >>"$RES/$1/floor"
+    if [[ $have_deltas == 1 ]]; then
+        "$SCRATCH/tools/deltafloor" --threads "$nproc" "${nodcb[@]}" "$PAIRS_DIR/$1/r1" \
+            "$PAIRS_DIR/$1/r2" "$PAIRS_DIR/$1/pairs.tsv" | sed 's/^/delta /' >>"$RES/$1/floor"
+    fi
+}
 
 for ((i = 1; i <= RUNS; i++)); do
     for pkg in $PKGS; do
@@ -203,6 +235,7 @@ print("checked\t%d bad" % bad)
 CHECK
             fi
         fi
+        floors "$pkg"
     done
 done
 cleanup

@@ -39,6 +39,32 @@ def plain_size(e):
 def fmt_b(n):
     return f"{n:,}"
 
+def floors(pkg):
+    """The codec floors bench/delta.sh measured (RES/PKG/floor), or None: the plain run's
+    max(codec CPU / threads, slowest file) and the delta run's, whose CPU adds the changed
+    files' .dcb and .dcz and whose slowest file is the slowest of either kind; medians of
+    the rounds' floors."""
+    path = os.path.join(res, pkg, "floor")
+    if not os.path.exists(path):
+        return None
+    lines = {"plain": [], "delta": []}
+    for line in open(path):
+        kind, *pairs = line.split()
+        lines[kind].append(dict(p.split("=", 1) for p in pairs))
+    # one plain (and one delta) line per round: each round's floors, then their medians
+    pfs, dfs = [], []
+    for k, p in enumerate(lines["plain"]):
+        n = int(p["threads"])
+        pcpu = float(p["gzip_cpu"]) + float(p["brotli_cpu"])
+        pfs.append(max(pcpu / n, float(p["slowest"])))
+        if k < len(lines["delta"]):
+            d = lines["delta"][k]
+            dfs.append(max((pcpu + float(d["delta_cpu"])) / n, float(p["slowest"]),
+                           float(d["slowest"])))
+    if not pfs:
+        return None
+    return med(pfs), med(dfs) if dfs else None
+
 rows = []
 per_file = open(os.path.join(res, "files.tsv"), "w")
 per_file.write("package\tfile\tsize\tbr\tdcb\tdcz\tpatch_from\n")
@@ -128,12 +154,24 @@ if have_deltas:
           f"{tot['n_dcz']}: {fmt_b(tot['dcz'])} | {ratio(tot['dcz'], tot['dcz_br'])} | "
           f"{ratio(tot['patch'], tot['br'])} | {100 * med(sav):.1f}% |")
     print()
-    print("| package | plain wall s (per round) | with deltas wall s (per round) | cost, wall | plain CPU s | with deltas CPU s | cost, CPU |")
-    print("|---|---|---|---|---|---|---|")
+    fl = {r["pkg"]: floors(r["pkg"]) for r in rows}
+    have_fl = all(f is not None and f[1] is not None for f in fl.values())
+    extra = " plain floor s | plain / floor | deltas floor s | deltas / floor |" if have_fl else ""
+    print("| package | plain wall s (per round) | with deltas wall s (per round) | cost, wall | plain CPU s | with deltas CPU s | cost, CPU |" + extra)
+    print("|---|---|---|---|---|---|---|" + ("---|" * 4 if have_fl else ""))
     for r in rows:
+        f = fl[r["pkg"]]
+        cols = (f" {f[0]:.2f} | {r['pw'] / f[0]:.2f}x | {f[1]:.2f} | {r['dw'] / f[1]:.2f}x |"
+                if have_fl else "")
         print(f"| {r['pkg']} | {r['pw']:.2f} ({'/'.join(r['pws'])}) | {r['dw']:.2f} ({'/'.join(r['dws'])}) | "
-              f"{r['dw'] / r['pw']:.2f}x | {r['pc']:.2f} | {r['dc']:.2f} | {r['dc'] / r['pc']:.2f}x |")
-    print(f"| **all** (sums of the medians) | {pw:.2f} | {dw:.2f} | {dw / pw:.2f}x | {pc:.2f} | {dc:.2f} | {dc / pc:.2f}x |")
+              f"{r['dw'] / r['pw']:.2f}x | {r['pc']:.2f} | {r['dc']:.2f} | {r['dc'] / r['pc']:.2f}x |" + cols)
+    if have_fl:
+        pfs = sum(f[0] for f in fl.values())
+        dfs = sum(f[1] for f in fl.values())
+        cols = f" {pfs:.2f} | {pw / pfs:.2f}x | {dfs:.2f} | {dw / dfs:.2f}x |"
+    else:
+        cols = ""
+    print(f"| **all** (sums of the medians) | {pw:.2f} | {dw:.2f} | {dw / pw:.2f}x | {pc:.2f} | {dc:.2f} | {dc / pc:.2f}x |" + cols)
     print()
     share = tot["with_delta"] / tot["changed"] if tot["changed"] else 0
     print(f"Kept deltas / their files' .br: {ratio(tot['best'], tot['br_kept'])} (target <= 0.12x: "
