@@ -47,9 +47,10 @@ Apache types it), mod_deflate on for scripts and styles (the deltas must reach t
 they are on disk), and README.md's .br/.gz rules in the site's <Directory>: so without a
 dictionary the answer is the .br, with the delta codings refused and br not named the .gz.
 
-CaddyDeltaServing: the same three tests against Caddy 2 (Debian's 2.6.2), its site block
+CaddyDeltaServing: the same tests against Caddy 2 (Debian's 2.6.2), its site block
 importing `server-config caddy` before README.md's `file_server { precompressed br zstd gzip }`,
-`caddy validate` first, and files named as a delta with an empty <id> (FILE..dcz: what the
+`caddy validate` first (and once with it all inside `handle { }` beside a `handle /api/*`),
+and files named as a delta with an empty <id> (FILE..dcz: what the
 snippet's rewrite would name without a dictionary it knows) that must never be sent.
 
 GeneratedConfig: server-config's output for a manifest written here (one map entry per
@@ -268,7 +269,9 @@ class Caddy(Server):
     JSON access log."""
     name = "caddy"
 
-    def __init__(self, test, site, work, binary, port, snippet):
+    def __init__(self, test, site, work, binary, port, snippet, in_handle=False):
+        """in_handle: the import, encode and file_server inside `handle { }`, beside a
+        `handle /api/* { respond }` (a site whose other paths go to an application)."""
         super().__init__(test, site, work)
         self.port = port
         self.binary = binary
@@ -295,13 +298,19 @@ http://127.0.0.1:%(port)d {
 \t@page not path /static/*
 \theader @page Cache-Control no-store
 \theader /static/* Cache-Control max-age=3600
-\timport "%(snippet)s"
-\t# Compression on the fly, which must leave the deltas (and the sidecars) as they are.
-\tencode gzip
-\t# README.md's snippet:
-%(readme)s}
+%(serve)s}
 """ % {"home": self.home, "port": port, "site": site, "log": self.access_log,
-                "snippet": snippet, "readme": indent(readme_snippet("caddyfile"), "\t")})
+                "serve": "\thandle /api/* {\n\t\trespond \"api\" 200\n\t}\n\thandle {\n%s\t}\n"
+                % indent(self.serving(snippet), "\t\t") if in_handle else
+                indent(self.serving(snippet), "\t")})
+
+    @staticmethod
+    def serving(snippet):
+        """The snippet imported, encode on, README.md's file_server."""
+        return ('import "%s"\n'
+                "# Compression on the fly, which must leave the deltas (and the sidecars) as they are.\n"
+                "encode gzip\n"
+                "# README.md's snippet:\n%s" % (snippet, readme_snippet("caddyfile")))
 
     def env(self):
         return caddy_env(self.home)
@@ -716,7 +725,7 @@ class CaddyDeltaServing(Releases):
             self.skipTest("caddy not found (apt-get install caddy)")
         super().setUp()
 
-    def serve(self, release):
+    def serve(self, release, in_handle=False):
         """Caddy serving release N with its generated snippet, on self.port."""
         work = self.path("caddy%d" % release)
         os.mkdir(work)
@@ -732,7 +741,8 @@ class CaddyDeltaServing(Releases):
                     write(self.path("r%d" % release, "static",
                                     "%s..%s" % (self.files[(release, name)][0], coding)),
                           b"not a delta")
-        server = Caddy(self, self.path("r%d" % release), work, self.caddy, self.port, snippet)
+        server = Caddy(self, self.path("r%d" % release), work, self.caddy, self.port, snippet,
+                       in_handle=in_handle)
         v = server.validate()
         self.assertEqual(v.returncode, 0, "caddy validate:\n%s\n%s"
                          % (v.stdout.decode(errors="replace"), r.out))
@@ -755,6 +765,20 @@ class CaddyDeltaServing(Releases):
 
     def test_chromium_takes_deltas_from_caddy(self):
         self.check_chromium_takes_deltas()
+
+    def test_caddy_in_handle(self):
+        """The snippet imported inside `handle { }` with file_server, another `handle` sending
+        /api/ to an application: `handle` runs before a site-level `route` in Caddy's order,
+        so this is where a site with an application puts it; every check holds there."""
+        self.serve(2, in_handle=True)
+        st, h, body = self.get("/api/x", {"Accept-Encoding": ACCEPT_ALL})
+        self.assertEqual((st, body), (200, b"api"))
+        self.check_serves_deltas(
+            {"app.js": ("text/javascript; charset=utf-8",),
+             "style.css": ("text/css; charset=utf-8",)},
+            lambda accept: "br" if re.search(r"\bbr\b", accept) else
+            "gzip" if "gzip" in accept else None)
+        self.check_delta_requests()
 
 
 class GeneratedConfig(PCTestCase):
