@@ -94,6 +94,9 @@ static unsigned char *slurp(const char *path, size_t *n) {
   return b;
 }
 
+/* ceil_log2 (with dcb()'s clamp to 22..24) and dcz_wlog are copies of
+ * src/delta.c's window choices: this file builds without a build tree.
+ * Change them together. */
 #if HAVE_DCB
 static int ceil_log2(uint64_t x) {
   int l = 0;

@@ -85,12 +85,13 @@ static int open_writer(pc__store_t *c, pc__store_kind_t kind) {
   /* WAL: readers (workers, other runs) never wait for the writer, and a
    * commit needs no fsync; NORMAL keeps the store whole through a crash
    * or power loss (the last commits may be lost: misses, never bad bytes).
-   * Two runs that made the store at once switch it together: each holds
-   * the shared lock the other's switch waits for, and SQLite breaks that
-   * deadlock by failing one at once, its busy handler not called. The
-   * other is done in milliseconds: wait for it, as long as for any lock
-   * (a run's own retry of the whole open came too soon, and failed too:
-   * test_cache's shard runs under load).
+   * Two runs that made the store at once switch it together; as read from
+   * SQLite's locking (not reproduced: seen once, as "Device or resource
+   * busy" from test_cache's shard runs under load), each holds the shared
+   * lock the other's switch waits for, and SQLite breaks that deadlock by
+   * failing one at once, its busy handler not called. The other is done in
+   * milliseconds: wait for it, as long as for any lock (a run's own retry
+   * of the whole open would come too soon).
    */
   for (waited = 0; (rc = sqlite3_exec(c->wdb, "PRAGMA journal_mode = WAL", NULL,
                                       NULL, NULL)) == SQLITE_BUSY &&
