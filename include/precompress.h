@@ -600,9 +600,9 @@ typedef enum pc_conf {
  * dictionary (Use-As-Dictionary), the files being served at the URL
  * `prefix` + their path (`prefix` begins and ends with '/'). `dir`, NULL
  * for the server's document root at `prefix`, is the directory `prefix`
- * serves (Apache's `Alias prefix dir`; PC_CONF_APACHE only): absolute, of
- * the characters a prefix has. Returns 0, PC_EBADMANIFEST (not JSON),
- * PC_ENOTMANIFEST (JSON, not a manifest), -EINVAL (a bad kind, prefix or
+ * serves (Apache's `Alias prefix dir`, nginx's `alias`; not Caddy's):
+ * absolute, of the characters a prefix has. Returns 0, PC_EBADMANIFEST (not
+ * JSON), PC_ENOTMANIFEST (JSON, not a manifest), -EINVAL (a bad kind, prefix or
  * dir), -ENOMEM, an error reading the manifest, or the first non-zero
  * return of `put`.
  */

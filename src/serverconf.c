@@ -242,7 +242,7 @@ int pc_server_config(int (*put)(void *data, const void *buf, size_t len),
       (kind != PC_CONF_NGINX_HTTP && kind != PC_CONF_NGINX_LOCATION &&
        kind != PC_CONF_APACHE && kind != PC_CONF_CADDY) ||
       !good_prefix(kind, prefix) ||
-      (dir != NULL && (kind != PC_CONF_APACHE || !good_dir(dir))))
+      (dir != NULL && (kind == PC_CONF_CADDY || !good_dir(dir))))
     return -EINVAL;
   memset(&c, 0, sizeof(c));
   c.prefix = prefix;

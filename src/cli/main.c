@@ -355,43 +355,73 @@ static int merge_main(int argc, char **argv) {
 }
 
 /* precompress server-config nginx --part http|location [--location PREFIX]
- * MANIFEST, server-config apache [--location PREFIX] [--alias DIR] MANIFEST
- * or server-config caddy [--location PREFIX] MANIFEST: the
+ * [--alias DIR] MANIFEST, server-config apache [--location PREFIX] [--alias
+ * DIR] MANIFEST or server-config caddy [--location PREFIX] MANIFEST: the
  * server configuration that serves the manifest's .dcb/.dcz outputs
  * (pc_server_config(); docs/deltas.md, "Serving"), on standard output.
  */
-static int server_config_main(int argc, char **argv) {
-  const char *prefix = "/", *part = NULL, *manifest = NULL, *alias = NULL;
+static const char server_config_usage[] =
+    "usage: precompress server-config nginx --part http|location "
+    "[--location URL] [--alias DIR] MANIFEST\n"
+    "   or: precompress server-config apache [--location URL] [--alias DIR] "
+    "MANIFEST\n"
+    "   or: precompress server-config caddy [--location URL] MANIFEST";
+
+/* What is wrong with server-config's arguments, as one phrase; NULL when
+ * nothing is. *kind receives the configuration asked for. */
+static const char *server_config_args(int argc, char **argv, const char **part,
+                                      const char **prefix, const char **alias,
+                                      const char **manifest, int *kind) {
   const char *server = argc > 2 ? argv[2] : "";
-  int i, err, kind = 0;
+  int i;
 
   for (i = 3; i < argc; i++) {
-    if (strcmp(argv[i], "--location") == 0 && i + 1 < argc)
-      prefix = argv[++i];
-    else if (strcmp(argv[i], "--part") == 0 && i + 1 < argc)
-      part = argv[++i];
-    else if (strcmp(argv[i], "--alias") == 0 && i + 1 < argc)
-      alias = argv[++i];
-    else if (argv[i][0] != '-' && manifest == NULL)
-      manifest = argv[i];
+    const char **v = strcmp(argv[i], "--location") == 0 ? prefix
+                     : strcmp(argv[i], "--part") == 0   ? part
+                     : strcmp(argv[i], "--alias") == 0  ? alias
+                                                        : NULL;
+    if (v != NULL && i + 1 < argc)
+      *v = argv[++i];
+    else if (v != NULL)
+      return "an option without its value";
+    else if (argv[i][0] == '-')
+      return "an unknown option";
+    else if (*manifest != NULL)
+      return "one MANIFEST only";
     else
-      manifest = NULL, i = argc + 1;
+      *manifest = argv[i];
   }
-  if (strcmp(server, "apache") == 0)
-    kind = part == NULL ? PC_CONF_APACHE : 0;
-  else if (strcmp(server, "caddy") == 0 && alias == NULL)
-    kind = part == NULL ? PC_CONF_CADDY : 0;
-  else if (strcmp(server, "nginx") == 0 && part != NULL && alias == NULL)
-    kind = strcmp(part, "http") == 0       ? PC_CONF_NGINX_HTTP
-           : strcmp(part, "location") == 0 ? PC_CONF_NGINX_LOCATION
-                                           : 0;
-  if (i > argc || kind == 0 || manifest == NULL) {
-    cli_report_msg(NULL, "usage: precompress server-config nginx --part "
-                         "http|location [--location URL] MANIFEST\n"
-                         "   or: precompress server-config apache "
-                         "[--location URL] [--alias DIR] MANIFEST\n"
-                         "   or: precompress server-config caddy "
-                         "[--location URL] MANIFEST");
+  if (strcmp(server, "nginx") == 0) {
+    if (*part == NULL)
+      return "nginx needs --part http (for http {}) or --part location (for "
+             "server {}): one run for each";
+    *kind = strcmp(*part, "http") == 0       ? PC_CONF_NGINX_HTTP
+            : strcmp(*part, "location") == 0 ? PC_CONF_NGINX_LOCATION
+                                             : 0;
+    if (*kind == 0)
+      return "--part is http or location";
+  } else if (strcmp(server, "apache") == 0 || strcmp(server, "caddy") == 0) {
+    *kind = server[0] == 'a' ? PC_CONF_APACHE : PC_CONF_CADDY;
+    if (*part != NULL)
+      return "--part is nginx's only";
+    if (*alias != NULL && *kind == PC_CONF_CADDY)
+      return "--alias is nginx's and apache's only";
+  } else {
+    return argc > 2 ? "the server is nginx, apache or caddy"
+                    : "which server: nginx, apache or caddy?";
+  }
+  return *manifest == NULL ? "MANIFEST is missing" : NULL;
+}
+
+static int server_config_main(int argc, char **argv) {
+  const char *prefix = "/", *part = NULL, *manifest = NULL, *alias = NULL;
+  const char *wrong;
+  int err, kind = 0;
+
+  wrong =
+      server_config_args(argc, argv, &part, &prefix, &alias, &manifest, &kind);
+  if (wrong != NULL) {
+    cli_report_msg(NULL, "server-config: %s\n%s", wrong, server_config_usage);
     return EXIT_USAGE;
   }
   err = pc_server_config(write_stdout, NULL, manifest, (pc_conf_t)kind, prefix,

@@ -482,6 +482,12 @@ class Releases(PCTestCase):
                 else:  # no brotli 1.1 decoder here: the header at least
                     self.assertEqual(body[:4], MAGIC_DCB)
                     self.assertEqual(body[4:36], sha256(old_data))
+                # A client that takes dcz but not dcb gets the .dcz.
+                for accept in ("gzip, dcz", "dcb;q=0, dcz", "br, dcz;q=0.5"):
+                    st, h, body = self.get(url, {"Accept-Encoding": accept,
+                                                 "Available-Dictionary": avail})
+                    self.assertEqual((st, h.get("content-encoding")), (200, "dcz"), accept)
+                    self.assertEqual(self.decode_delta(body, old_data), new_data, accept)
                 for headers, why in (
                         ({"Accept-Encoding": ACCEPT_ALL}, "no Available-Dictionary"),
                         ({"Accept-Encoding": "dcb;q=0, dcz;q=0, gzip", "Available-Dictionary": avail},
@@ -804,6 +810,7 @@ class GeneratedConfig(PCTestCase):
             {"path": "broken.js", "size": 9, "error": "Permission denied"},
             {"path": "a b.js", "size": 9}, {"path": "odd$name.js", "size": 9},
             {"path": "Case.js", "size": 9}, {"path": "case.js", "size": 9},
+            {"path": self.LONG, "size": 9},
         ])
         r = run(["server-config", "nginx", "--part", "http", "--location", "/s/", m])
         self.assertEqual(r.rc, 0, r)
@@ -811,13 +818,18 @@ class GeneratedConfig(PCTestCase):
             line = '":%s:" "%s";' % (base64.b64encode(b).decode(), b.hex()[:16])
             self.assertEqual(r.out.count(line), 1, r.out)
         uad = [l.strip() for l in r.out.splitlines() if "match=" in l]
+        # nginx's map compares without regard to case: Case.js and case.js are both left out
+        # (either would get the other's value).
         self.assertEqual(sorted(uad), sorted([
             '"/s/app-BfH3k9Qz.css" "match=\\"/s/app-*.css\\"";',
-            '"/s/Case.js" "match=\\"/s/Case.js\\"";',
             '"/s/js/app.3f2a9c1e4b7d.js" "match=\\"/s/js/app.*.js\\"";',
             '"/s/js/vendor.0123abcd.js" "match=\\"/s/js/vendor.*.js\\"";',
-            '"/s/my-element.mjs" "match=\\"/s/my-element.mjs\\"";']), r.out)
-        self.assertIn("# 3 files left out", r.out)
+            '"/s/my-element.mjs" "match=\\"/s/my-element.mjs\\"";',
+            '"/s/%s" "match=\\"/s/%s\\"";' % (self.LONG, self.LONG.replace("0123abcd", "*"))]),
+            r.out)
+        self.assertIn("# 4 files left out", r.out)
+        # The map's buckets are sized to hold its keys (nginx -t below says whether they do).
+        self.assertRegex(r.out, r"\nmap_hash_bucket_size \d+;\nmap_hash_max_size \d+;\n")
         r2 = run(["server-config", "nginx", "--part", "location", "--location", "/s/", m])
         self.assertEqual(r2.rc, 0, r2)
         self.assertIn("location ^~ /s/ {", r2.out)
@@ -840,6 +852,8 @@ class GeneratedConfig(PCTestCase):
         self.assertEqual(p.returncode, 0, p.stdout.decode(errors="replace"))
 
     SHA_A, SHA_B = "ab" * 32, "cd" * 32
+    # A URL of 258 bytes below /s/ (a name of 242 bytes: NAME_MAX less a delta's suffix).
+    LONG = "js/" + "l" * 234 + ".0123abcd.js"
 
     def mixed_manifest(self, odd):
         """Files with deltas against two dictionaries, files not compressed, names the
@@ -951,7 +965,8 @@ class GeneratedConfig(PCTestCase):
                 (["apache", "--location", "/a,b/", good], 2, "--location"),
                 (["apache", "--alias", "static", good], 2, "--alias"),
                 (["apache", "--alias", "/srv/../etc", good], 2, "--alias"),
-                (["nginx", "--part", "http", "--alias", "/srv", good], 2, "usage"),
+                (["nginx", "--part", "location", "--alias", "srv", good], 2, "--alias"),
+                (["nginx", "--part", "http", "--alias", "/srv/../x", good], 2, "--alias"),
                 (["caddy", "--alias", "/srv", good], 2, "usage"),
                 (["apache", self.path("bad.json")], 1, "invalid JSON"),
                 (["apache"], 2, "usage"),
@@ -959,7 +974,12 @@ class GeneratedConfig(PCTestCase):
                 (["caddy", "--location", "/a{b}/", good], 2, "--location"),
                 (["caddy", self.path("other.json")], 1, "not a precompress manifest"),
                 (["lighttpd", good], 2, "usage"),
-                (["nginx", good], 2, "usage")):
+                (["nginx", good], 2, "nginx needs --part http"),
+                (["nginx", "--part", "http"], 2, "MANIFEST is missing"),
+                (["nginx", "--part", "http", good, good], 2, "one MANIFEST only"),
+                (["nginx", "--part", "http", "--frob", good], 2, "unknown option"),
+                (["nginx", "--part"], 2, "without its value"),
+                ([], 2, "which server")):
             r = run(["server-config"] + args)
             self.assertEqual((r.rc, r.out), (rc, ""), (args, r))
             self.assertIn(said, r.err, (args, r))
