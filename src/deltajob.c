@@ -442,18 +442,19 @@ static int write_delta(pc__work_t *w, unsigned k) {
   pc__buf_t *o = &w->dw->out[k];
   pc__fmt_t s;
   char name[NAME_MAX + 1], *full = NULL;
-  struct stat ost;
+  struct stat ost, meta = w->st;
   int err;
 
   if ((err = delta_name(j, x, name, &full)) != 0)
     return pc__job_failed(j, err, full);
+  meta.st_mtim = pc__delta_mtime(w->st.st_mtim, x->from, (int)x->format);
   x->action = PC_ACT_CREATE;
   if (w->odir.fd >= 0 &&
       fstatat(w->odir.fd, name, &ost, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(ost.st_mode))
       err = PC_EOUTDIR;
     x->action = S_ISREG(ost.st_mode) && (uint64_t)ost.st_size == o->len &&
-                        pc__ns(ost.st_mtim) == pc__ns(w->st.st_mtim)
+                        pc__ns(ost.st_mtim) == pc__ns(meta.st_mtim)
                     ? PC_ACT_REFRESH
                     : PC_ACT_REPLACE;
   }
@@ -464,7 +465,7 @@ static int write_delta(pc__work_t *w, unsigned k) {
     s.fresh = x->action == PC_ACT_CREATE; /* looked up just now */
     if ((err = pc__work_out_open(w, &s)) == 0 &&
         (err = pc__out_write(&s.out, o->data, o->len)) == 0)
-      err = pc__out_commit(&s.out, name, &w->st, j->cfg->fsync);
+      err = pc__out_commit(&s.out, name, &meta, j->cfg->fsync);
     pc__out_discard(&s.out);
   }
   if (err != 0) {
@@ -513,10 +514,13 @@ static void remove_stale(pc__work_t *w) {
     if (kept_name(j, *n))
       continue;
     /* A directory of that name is not ours to remove, as settle.c says
-     * of the plain outputs' names.
+     * of the plain outputs' names. A run asked for no deltas removes only
+     * those that no longer fit the file: its mtime moved since (delta.h).
      */
     if (fstatat(w->odir.fd, *n, &ost, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(ost.st_mode))
+        (S_ISDIR(ost.st_mode) ||
+         (j->cfg->deltas == 0 && S_ISREG(ost.st_mode) &&
+          pc__delta_mtime_fits(w->st.st_mtim, ost.st_mtim))))
       continue;
     if (!j->cfg->dry_run && unlinkat(w->odir.fd, *n, 0) != 0) {
       if (errno != ENOENT)

@@ -56,7 +56,7 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
 
 /* One recorded delta still what this run would make: the same predecessor,
  * unchanged by size and mtime since (a link still a link), its output
- * there as recorded and stamped with the source's mtime.
+ * there as recorded and stamped with its mtime (delta.h).
  */
 static int delta_current(const pc__prev_t *prev, const pc__prev_delta_t *d,
                          const pc__dictfile_t *pred, int dfd, const char *name,
@@ -76,7 +76,8 @@ static int delta_current(const pc__prev_t *prev, const pc__prev_delta_t *d,
   return pc__delta_name(name, d->sha256, d->format, oname) == 0 &&
          fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0 &&
          S_ISREG(ost.st_mode) && (uint64_t)ost.st_size == d->size &&
-         pc__ns(ost.st_mtim) == pc__ns(st->st_mtim);
+         pc__ns(ost.st_mtim) ==
+             pc__ns(pc__delta_mtime(st->st_mtim, d->from, d->format));
 }
 
 int pc__deltas_current(const pc__prev_t *prev, const pc__prev_rec_t *p,
@@ -97,14 +98,21 @@ int pc__deltas_current(const pc__prev_t *prev, const pc__prev_rec_t *p,
   for (k = 0; k < p->ndeltas; k++)
     if (!delta_current(prev, &ds[k], preds[ds[k].from], dfd, name, st))
       return 0;
-  /* No other delta output beside it: it would be stale. */
+  /* No other delta output beside it: it would be stale. A run asked for
+   * no deltas leaves those that fit the file by their mtime alone.
+   */
   for (; old != NULL && *old != NULL; old++) {
+    struct stat ost;
     for (k = 0; k < p->ndeltas; k++)
       if (ds[k].skip == PC_DSKIP_NONE &&
           pc__delta_name(name, ds[k].sha256, ds[k].format, oname) == 0 &&
           strcmp(oname, *old) == 0)
         break;
-    if (k == p->ndeltas)
+    if (k < p->ndeltas)
+      continue;
+    if (c->deltas != 0 || fstatat(dfd, *old, &ost, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(ost.st_mode) ||
+        !pc__delta_mtime_fits(st->st_mtim, ost.st_mtim))
       return 0;
   }
   return 1;

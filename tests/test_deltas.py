@@ -133,10 +133,11 @@ class Deltas(PCTestCase):
                 self.assertNotIn(name, made)
         self.assertEqual(kept, 4, by)  # app, vendor, the Vite name, site.css
         self.assertEqual(len(made), kept)
-        # Same mode and mtime as the source, as every output.
+        # The source's mode, and its mtime a whole 2 s later (the first DIR's .dcz: its
+        # ETag on a server is its own, see test_mtimes_apart).
         for p in made:
             src = p.rsplit(".", 2)[0]
-            self.assertEqual(os.stat(p).st_mtime_ns, os.stat(src).st_mtime_ns)
+            self.assertEqual(os.stat(p).st_mtime_ns, os.stat(src).st_mtime_ns + 2 * 10**9)
             self.assertEqual(os.stat(p).st_mode, os.stat(src).st_mode)
         # --json-lines says what the manifest says.
         lines = [json.loads(l) for l in r.out.splitlines() if l.startswith("{")]
@@ -197,6 +198,83 @@ class Deltas(PCTestCase):
         for p in deltas_of(r2):
             self.assertFalse(os.path.exists(p + ".gz"), p)
 
+    def test_mtimes_apart(self):
+        """Each delta of a file has an mtime of its own: the file's plus 1 + 2 * DIR index +
+        (0 for .dcb, 1 for .dcz) seconds, so a server's ETag (mtime and size) tells two deltas
+        of one size apart; the incremental check and --check take them, also after a copy
+        that keeps times to the microsecond only."""
+        r1, f1, r2, f2 = self.releases()
+        r0 = self.path("r0")
+        make_release(r0, 0)
+        man = self.path("m.json")
+        have_dcb = " dcb" in version_line()
+        r = run(["--dictionary-from", r1, "--dictionary-from", r0, "--manifest", man, r2])
+        self.assertEqual(r.rc, 0, r)
+        m = json.loads(read(man))
+        seen = 0
+        for e in m["files"]:
+            src = os.stat(os.path.join(r2, e["path"])).st_mtime_ns
+            stamps = set()
+            for d in e.get("deltas", []):
+                if "size" not in d:
+                    continue
+                name = os.path.join(r2, e["path"]) + ".%s.%s" % (d["sha256"][:16], d["format"])
+                slot = 1 + 2 * d["from"] + (d["format"] == "dcz")
+                self.assertEqual(os.stat(name).st_mtime_ns, src + slot * 10**9, name)
+                stamps.add(os.stat(name).st_mtime_ns)
+                seen += 1
+            self.assertEqual(len(stamps), len([d for d in e.get("deltas", []) if "size" in d]))
+        self.assertGreaterEqual(seen, 8 if have_dcb else 4)
+        r = run(["-v", "--dictionary-from", r1, "--dictionary-from", r0, "--manifest", man, r2])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.out.count("unchanged"), 5, r.out)
+        r = run(["--check", "--dictionary-from", r1, "--dictionary-from", r0, r2])
+        self.assertEqual((r.rc, r.out), (0, ""), r)
+        # A copy that keeps microseconds (cp -p on a file system of microseconds, cpio -m):
+        # the times of the files and their outputs cut alike.
+        copy = self.path("copy")
+        shutil.copytree(r2, copy)
+        for d, _, names in os.walk(copy):
+            for n in names:
+                p = os.path.join(d, n)
+                ns = os.stat(os.path.join(r2, os.path.relpath(p, copy))).st_mtime_ns
+                os.utime(p, ns=(ns, ns - ns % 1000))
+        r = run(["--check", "--dictionary-from", r1, "--dictionary-from", r0, copy])
+        self.assertEqual((r.rc, r.out), (0, ""), r)
+        r = run(["--check", copy])
+        self.assertEqual((r.rc, r.out), (0, ""), r)
+
+    def test_plain_run_leaves_valid_deltas(self):
+        """A run asked for no deltas (no --dictionary-from), or --check, over a tree whose
+        deltas another run wrote (the Django storage's): deltas that fit their file by mtime
+        are left alone and listed as nothing to do; one whose file changed since goes."""
+        r1, f1, r2, f2 = self.releases()
+        self.assertEqual(run(["--dictionary-from", r1, r2]).rc, 0)
+        made = deltas_of(r2)
+        self.assertTrue(made)
+        r = run(["--check", r2])
+        self.assertEqual((r.rc, r.out), (0, ""), r)
+        r = run(["-v", r2])
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("removed", r.out)
+        self.assertEqual(deltas_of(r2), made)
+        # With a manifest, twice: the second run leaves every file alone.
+        man = self.path("m.json")
+        self.assertEqual(run(["--manifest", man, r2]).rc, 0)
+        r = run(["-v", "--manifest", man, r2])
+        self.assertEqual(r.out.count("unchanged"), 5, r.out)
+        self.assertEqual(deltas_of(r2), made)
+        # The file changed (its mtime moved): its deltas decode to its old bytes.
+        app = next(p for p in made if "/app." in p)
+        src = app.rsplit(".", 2)[0]
+        with open(src, "ab") as f:
+            f.write(b"// changed\n")
+        r = run(["--check", r2])
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("unwanted %s" % app, r.out.splitlines())
+        self.assertEqual(run([r2]).rc, 0)
+        self.assertEqual(deltas_of(r2), [p for p in made if p != app])
+
     def test_incremental(self):
         r1, f1, r2, f2 = self.releases()
         # A dictionary whose SHA-256 has a zero byte: read back from the
@@ -236,8 +314,6 @@ class Deltas(PCTestCase):
         r = run(args)
         self.assertEqual(json.loads(r.out)["compressed"], 1, r.out)
         self.assertFalse(os.path.exists(stray))
-        # Without --dictionary-from the records do not hold (other
-        # "dictionaries"): every file again, and no delta is left.
         # A directory with a delta's name is not ours: left there, no error.
         odd = os.path.join(r2, "css/site.css.fedcba9876543210.dcz")
         os.makedirs(odd)
@@ -245,9 +321,13 @@ class Deltas(PCTestCase):
         self.assertEqual(r.rc, 0, r)
         self.assertTrue(os.path.isdir(odd))
         os.rmdir(odd)
+        # Without --dictionary-from the records do not hold (other
+        # "dictionaries"): every file again; the deltas, which still fit
+        # their files, are left as they are.
+        kept = deltas_of(r2)
         r = run(["--json", "--manifest", man, r2])
         self.assertEqual(json.loads(r.out)["unchanged"], 0, r.out)
-        self.assertEqual(deltas_of(r2), [])
+        self.assertEqual(deltas_of(r2), kept)
         self.assertNotIn("dictionaries", json.loads(read(man)))
 
     def test_shards_merge(self):
