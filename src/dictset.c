@@ -135,7 +135,7 @@ static int cmp_key(const void *a, const void *b) {
 
 int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
                      const struct pc__root *roots, uint32_t nroots,
-                     pc__dictset_err_t err, void *ctx) {
+                     pc__dictset_err_t err, void *ctx, unsigned *bad) {
   unsigned d;
   size_t i;
   int e = 0;
@@ -156,14 +156,14 @@ int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
     lister_t l = {s, d, err, ctx, o->dict_dirs[d]};
     int fd = open(o->dict_dirs[d], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int ld;
-    if (fd < 0) {
-      tell(&l, "", PC__ERRNO());
-      continue;
-    }
-    if ((ld = dup(fd)) < 0) {
-      tell(&l, "", PC__ERRNO());
-      close(fd);
-      continue;
+    if (fd < 0 && errno == ENOENT)
+      continue; /* no earlier release (a first build): none of its files */
+    if (fd < 0 || (ld = dup(fd)) < 0) {
+      e = PC__ERRNO();
+      *bad = d;
+      if (fd >= 0)
+        close(fd);
+      break;
     }
     s->fd[d] = fd;
     e = list(&l, ld, "", 0);

@@ -38,14 +38,16 @@ typedef struct pc__dictset {
 typedef void (*pc__dictset_err_t)(void *ctx, const char *path, int err);
 
 /* Opens and lists the directories of `o` (dict_dirs, dict_names) into s.
- * A directory that cannot be opened or listed is told to `err` and left
- * out (its fd -1); what is below it that cannot be listed likewise. Then
- * reads the Django manifests of the DIRs and of the run's roots (kept, not
- * copied: they outlive s), djmanifest.h. 0 or -ENOMEM.
+ * A DIR that does not exist has no files (its fd -1: a first build has no
+ * earlier release); one that cannot be opened fails the whole (*bad: its
+ * index), before any work. What is below a DIR that cannot be listed is
+ * told to `err` and left out; the listing goes on. Then reads the Django
+ * manifests of the DIRs and of the run's roots (kept, not copied: they
+ * outlive s), djmanifest.h. 0 or a negative code.
  */
 int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
                      const struct pc__root *roots, uint32_t nroots,
-                     pc__dictset_err_t err, void *ctx);
+                     pc__dictset_err_t err, void *ctx, unsigned *bad);
 
 void pc__dictset_free(pc__dictset_t *s);
 

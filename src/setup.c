@@ -12,6 +12,7 @@
 #include "store.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -455,6 +456,7 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
   const pc_options_t *opts = r->opts;
   const char *const *skip = opts->skip_ext;
   size_t nskip = opts->nskip_ext;
+  unsigned bad = UINT_MAX;
   int err;
 
   if (skip == NULL)
@@ -476,8 +478,11 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
   r->cfg.prev = r->prev;
   if (r->cfg.deltas != 0 &&
       (err = pc__dictset_open(&r->dicts, opts, r->roots, r->nroots, dict_error,
-                              r)) != 0)
+                              r, &bad)) != 0) {
+    if (totals != NULL && bad < opts->n_dict_dirs)
+      totals->err_path = opts->dict_dirs[bad];
     return err;
+  }
   if (opts->cache_dir != NULL && (err = open_cache(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->cache_dir;

@@ -441,12 +441,28 @@ class Deltas(PCTestCase):
 
     def test_bad_dictionaries(self):
         r1, f1, r2, f2 = self.releases()
-        # A missing directory: one line, the rest of the run goes on (exit 1).
+        # A missing directory (a project's first build: no earlier release yet): a one-line
+        # warning, the run goes on without deltas against it, exit 0; -q says nothing.
         r = run(["--dictionary-from", self.path("nowhere"), "--dictionary-from", r1, r2])
-        self.assertEqual(r.rc, 1, r)
-        self.assertIn("nowhere", r.err)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual([l for l in r.err.splitlines() if "nowhere" in l],
+                         ["precompress: %s: warning: no such directory (no earlier release yet?): "
+                          "no deltas against it" % self.path("nowhere")], r.err)
         self.assertTrue(deltas_of(r2))
         self.assertTrue(os.path.exists(os.path.join(r2, "css/site.css.gz")))
+        first = self.path("first")
+        make_release(first, 3)
+        r = run(["-q", "--dictionary-from", self.path("nowhere"), first])
+        self.assertEqual((r.rc, r.out, r.err), (0, "", ""), r)
+        self.assertEqual(deltas_of(first), [])
+        # One that is there but cannot be opened (a file; one unreadable: see
+        # test_unreadable_dictionary): an error before any work, exit 2, nothing written.
+        fresh = self.path("fresh")
+        make_release(fresh, 4)
+        r = run(["--dictionary-from", os.path.join(r1, "css/site.css"), fresh])
+        self.assertEqual(r.rc, 2, r)
+        self.assertEqual(r.err, "precompress: %s: Not a directory\n" % os.path.join(r1, "css/site.css"))
+        self.assertFalse(os.path.exists(os.path.join(fresh, "css/site.css.gz")))
         # A predecessor that is a symlink (here out of the release) is never read.
         secret = self.path("secret.css")
         write(secret, read(os.path.join(r2, "css/site.css")))
@@ -522,6 +538,14 @@ class Deltas(PCTestCase):
         self.assertEqual(e["deltas"][0]["skipped"], "error")
         self.assertIn("gz", e)  # its plain outputs stand
         self.assertTrue(any("/app." in p for p in deltas_of(r2)))
+        # The DIR itself unreadable: an error before any work, exit 2.
+        fresh = self.path("fresh")
+        make_release(fresh, 4)
+        make_world_accessible(fresh)
+        os.chmod(r1, 0)
+        r = run(["--dictionary-from", r1, fresh], as_nobody=True, program=self.prog)
+        self.assertEqual((r.rc, r.err), (2, "precompress: %s: Permission denied\n" % r1), r)
+        self.assertFalse(os.path.exists(os.path.join(fresh, "css/site.css.gz")))
 
 
 if __name__ == "__main__":

@@ -245,6 +245,15 @@ static int check_paths(const cli_args_t *args) {
                    "to skip extensions as 'python -m whitenoise.compress "
                    "DIR EXT...' does, use --skip-ext %s",
                    exts);
+  /* An earlier release that is not there yet (a project's first build):
+   * the run goes on without deltas against it, said in one line. Any
+   * other failure to open it is the library's to return, before any work.
+   */
+  for (i = 0; !bad && !args->quiet && i < args->opts.n_dict_dirs; i++)
+    if (stat(args->opts.dict_dirs[i], &st) != 0 && errno == ENOENT)
+      cli_report_name_msg(NULL, args->opts.dict_dirs[i],
+                          "warning: no such directory (no earlier release "
+                          "yet?): no deltas against it");
   return bad;
 }
 
