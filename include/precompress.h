@@ -548,7 +548,8 @@ PC_EXTERN int pc_run(const pc_options_t *opts, pc_totals_t *totals);
 
 /* Asks the run in progress to stop: no new file
  * starts, files being compressed stop at their next slice and remove
- * their temp files, the manifest is written marked "incomplete", and
+ * their temp files, the manifest is written marked "incomplete" (with the
+ * earlier manifest's records of the files not reached), and
  * pc_run() returns PC_EINTERRUPTED with totals->signo set to `signo`
  * (0 when it is not above 0). Only the first request of a run counts.
  * Async-signal-safe, and callable from any thread; returns at once.

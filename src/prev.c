@@ -118,6 +118,18 @@ const pc__prev_rec_t *pc__prev_find(const pc__prev_t *p, uint32_t root,
   return item != UINT32_MAX ? &p->ents[item].rec : NULL;
 }
 
+size_t pc__prev_count(const pc__prev_t *p) { return p != NULL ? p->n : 0; }
+
+const pc__prev_rec_t *pc__prev_at(const pc__prev_t *p, size_t k,
+                                  uint32_t *root) {
+  *root = p->ents[k].root;
+  return &p->ents[k].rec;
+}
+
+size_t pc__prev_index(const pc__prev_t *p, const pc__prev_rec_t *rec) {
+  return (size_t)(PC__CONTAINER_OF(rec, entry_t, rec) - p->ents);
+}
+
 const pc__prev_rec_t *pc__prev_next(const pc__prev_t *p, uint32_t root,
                                     const char *path, size_t *hint) {
   const pc__prev_rec_t *rec;

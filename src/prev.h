@@ -85,6 +85,13 @@ const pc__prev_rec_t *pc__prev_next(const pc__prev_t *p, uint32_t root,
  */
 const char *pc__prev_path(const pc__prev_t *p, const pc__prev_rec_t *rec);
 
+/* The records, in no order: how many there are (0 for p NULL), the k-th
+ * with its root, and the k of a record pc__prev_find() returned. */
+size_t pc__prev_count(const pc__prev_t *p);
+const pc__prev_rec_t *pc__prev_at(const pc__prev_t *p, size_t k,
+                                  uint32_t *root);
+size_t pc__prev_index(const pc__prev_t *p, const pc__prev_rec_t *rec);
+
 void pc__prev_free(pc__prev_t *p);
 
 #endif /* PC_PREV_H */

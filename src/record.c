@@ -166,32 +166,76 @@ static int unchanged_deltas(const pc__run_t *r, const pc__prev_rec_t *prev,
   return 0;
 }
 
+/* The line of the earlier manifest's record `prev` (of root `root`), into
+ * rec: the file named by the record's own path. 0 or -ENOMEM.
+ */
+static int prev_line(const pc__run_t *r, uint32_t root,
+                     const pc__prev_rec_t *prev, pc__rec_t *rec) {
+  int f;
+
+  memset(rec, 0, sizeof(*rec));
+  rec->path = (char *)pc__prev_path(r->prev, prev);
+  rec->borrowed = 1;
+  rec->root = root;
+  rec->unchanged = 1;
+  rec->size = prev->size;
+  rec->mtime_ns = prev->mtime_ns;
+  for (f = 0; f < PC_NFORMATS; f++) {
+    rec->out[f].state = prev->out[f].state;
+    rec->out[f].size = prev->out[f].size;
+  }
+  return prev->ndeltas > 0 ? unchanged_deltas(r, prev, rec) : 0;
+}
+
 /* A file whose outputs are current per `prev`, the earlier manifest's
- * record: its line names the file by the record's own path.
+ * record: its line names the file by the record's own path (the same
+ * bytes as the walk's relative name: that is how it was found).
  */
 void pc__record_unchanged(pc__run_t *r, uint32_t root, const char *full,
                           const pc__prev_rec_t *prev) {
   pc__rec_t rec;
-  int f;
 
-  memset(&rec, 0, sizeof(rec));
-  /* The same bytes as the walk's relative name: that is how it was found. */
-  rec.path = (char *)pc__prev_path(r->prev, prev);
-  rec.borrowed = 1;
-  rec.root = root;
-  rec.unchanged = 1;
-  rec.size = prev->size;
-  rec.mtime_ns = prev->mtime_ns;
-  for (f = 0; f < PC_NFORMATS; f++) {
-    rec.out[f].state = prev->out[f].state;
-    rec.out[f].size = prev->out[f].size;
-  }
-  if (prev->ndeltas > 0 && unchanged_deltas(r, prev, &rec) != 0) {
+  if (prev_line(r, root, prev, &rec) != 0) {
     r->fatal = -ENOMEM;
     return;
   }
   r->progress.files_total++;
   record(r, &rec, full, full);
+}
+
+/* A stopped run's manifest keeps the earlier one's records of the files
+ * the run did not reach (a Ctrl-C, a cancelled CI job, `| head`), so the
+ * next run reads only what changed, not all the stop left out. They say
+ * what they said: the next run trusts one only while the file's size and
+ * mtime and its outputs still match it. 0 or -ENOMEM.
+ */
+static int carry_unreached(pc__run_t *r) {
+  size_t n = pc__prev_count(r->prev), k;
+  unsigned char *seen;
+  int err = 0;
+
+  if (n == 0)
+    return 0;
+  if ((seen = calloc(n, 1)) == NULL)
+    return -ENOMEM;
+  for (k = 0; k < r->nrecs; k++) {
+    const pc__prev_rec_t *p =
+        pc__prev_find(r->prev, r->recs[k].root, r->recs[k].path);
+    if (p != NULL)
+      seen[pc__prev_index(r->prev, p)] = 1;
+  }
+  for (k = 0; k < n && err == 0; k++) {
+    uint32_t root;
+    const pc__prev_rec_t *p;
+    if (seen[k])
+      continue;
+    p = pc__prev_at(r->prev, k, &root);
+    if ((err = PC__GROW(r->recs, r->nrecs, r->caprecs, 1024)) == 0 &&
+        (err = prev_line(r, root, p, &r->recs[r->nrecs])) == 0)
+      r->nrecs++;
+  }
+  free(seen);
+  return err;
 }
 
 /* An error about no one file (a directory that cannot be read). */
@@ -270,6 +314,7 @@ void pc__record_manifest(pc__run_t *r) {
   to.data = opts->data;
   to.checked = &r->man_old;
   to.sync = r->cfg.fsync;
-  if ((err = write_manifest(r, &to)) != 0)
+  if ((r->stopping && (err = carry_unreached(r)) != 0) ||
+      (err = write_manifest(r, &to)) != 0)
     pc__run_error(r, opts->manifest, err);
 }

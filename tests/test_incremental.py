@@ -12,7 +12,9 @@ import sys
 sys.dont_write_bytecode = True
 import os
 import shutil
+import signal
 import stat
+import subprocess
 import time
 import unittest
 
@@ -559,6 +561,85 @@ class CheckWithManifest(Base):
         self.assertEqual(sorted(r.out_lines), sorted(["missing %s/index.html.br" % root,
                                                       "stale %s/data/config.json.gz" % root,
                                                       "stale %s/data/config.json.br" % root]), r)
+
+
+class Interrupted(PCTestCase):
+    """A run stopped part way (| head, Ctrl-C, a cancelled CI job, SIGKILL) keeps the earlier
+    manifest's records of the files it did not reach: the next run reads only the files that
+    changed and that the stopped run did not do."""
+
+    N = 1500
+
+    def tree(self):
+        root = self.path("t")
+        os.makedirs(root)
+        for i in range(self.N):
+            write(os.path.join(root, "f%04d.js" % i), (b"function f%d() { return %d; }\n" % (i, i)) * 40)
+        man = self.path("m.json")
+        r = run(["-q", "--no-brotli", "--gzip-level", "1", "--manifest", man, root])
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(len(load_manifest(man)[0]["files"]), self.N)
+        # Every file touched: each one is to be compressed again.
+        for name in os.listdir(root):
+            if name.endswith(".js"):
+                os.utime(os.path.join(root, name), ns=(1, 2 * 10**18))
+                os.utime(os.path.join(root, name + ".gz"), ns=(1, 2 * 10**18))
+        self.args = ["--no-brotli", "--gzip-level", "1", "--manifest", man, root]
+        return root, man
+
+    def stopped(self, root, man, how):
+        """Runs the program -v with the manifest, stopped `how` once it has printed 50 lines;
+        its exit status."""
+        p = subprocess.Popen([PROGRAM, "-v", "-j", "1"] + self.args, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+        for _ in range(50):
+            p.stdout.readline()
+        if how == "pipe":
+            p.stdout.close()  # its next write: SIGPIPE
+        else:
+            p.send_signal(how)
+            p.stdout.read()
+        return p.wait(timeout=120)
+
+    def check_next_run(self, man, carried):
+        """The manifest lists every file; the next run compresses exactly the files whose
+        record is still the earlier one (carried), and leaves the rest alone."""
+        recs = load_manifest(man)[0]["files"]
+        self.assertEqual(len(recs), self.N)
+        old = [e for e in recs if e["mtime_ns"] != 2 * 10**18]
+        if carried:
+            self.assertGreater(len(old), 0)
+            self.assertLess(len(old), self.N - 40)
+        r = run(["--json"] + self.args)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual((r.summary()["compressed"], r.summary()["unchanged"]),
+                         (len(old), self.N - len(old)), r)
+        r = run(["--json"] + self.args)
+        self.assertEqual(r.summary()["unchanged"], self.N, r)
+
+    def test_sigpipe(self):
+        root, man = self.tree()
+        self.assertEqual(self.stopped(root, man, "pipe"), 128 + signal.SIGPIPE)
+        self.assertTrue(load_manifest(man)[0].get("incomplete"))
+        self.check_next_run(man, carried=True)
+
+    def test_sigint_and_sigterm(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with self.subTest(sig):
+                root, man = self.tree()
+                self.assertEqual(self.stopped(root, man, sig), 128 + sig)
+                self.check_next_run(man, carried=True)
+                shutil.rmtree(root)
+                os.unlink(man)
+
+    def test_sigkill(self):
+        # No manifest is written: the earlier one stands whole, and the files the killed
+        # run did are compressed once more (their records are the earlier ones).
+        root, man = self.tree()
+        before = read(man)
+        self.assertEqual(self.stopped(root, man, signal.SIGKILL), -signal.SIGKILL)
+        self.assertEqual(read(man), before)
+        self.check_next_run(man, carried=False)
 
 
 if __name__ == "__main__":
