@@ -460,6 +460,15 @@ typedef struct pc_options {
    * name, before the name rules.
    */
   const char *const *dict_manifests;
+  /* The files to take, `nonly` of them, by their path below the one PATH,
+   * a directory (NULL: every file the walk finds there). The walk enters
+   * only the directories on their paths and takes no other file: the rest
+   * of the tree is neither compressed, recorded nor removed. A name the
+   * walk does not find is an error about it (on_error, -ENOENT). Each is
+   * relative, with no empty, "." or ".." component.
+   */
+  const char *const *only;
+  size_t nonly;
 } pc_options_t;
 
 /* Fills every field with its default, and `size` with the program's

@@ -354,6 +354,7 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   pc__sel_entry_t se;
   pc__verdict_t v;
   struct stat st;
+  size_t listed;
 
   memset(&se, 0, sizeof(se));
   se.name = e->name;
@@ -378,6 +379,10 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   }
   se.rel = rel;
   se.rel_len = strlen(rel);
+  if (!pc__select_listed(&r->sel, rel, &listed))
+    goto out; /* --files-from names neither it nor a file below it */
+  if (e->dtype == DT_REG && listed != SIZE_MAX)
+    r->only_seen[listed] = 1;
   if (e->dtype == DT_REG && r->prev != NULL && take_unstatted(r, e, &se, &full))
     goto out;
   if (fstatat(e->dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -386,6 +391,10 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
           rel = NULL;
     goto out;
   }
+  if (listed != SIZE_MAX && !S_ISDIR(st.st_mode))
+    r->only_seen[listed] = 1;
+  else if (listed == SIZE_MAX && r->sel.only != NULL && !S_ISDIR(st.st_mode))
+    goto out; /* a file where --files-from names files below a directory */
   if (S_ISLNK(st.st_mode)) {
     se.link = 1;
     if (take_link(r, e, &se, &st, &rel, full))
@@ -401,6 +410,24 @@ out:
   free(rel);
 }
 
+/* --files-from: each name the walk did not find as a file is an error
+ * about it, once the walk is over. */
+static void unlisted(pc__run_t *r) {
+  size_t k;
+
+  for (k = 0; k < r->sel.nonly && r->fatal == 0; k++) {
+    char *full;
+    if (r->only_seen[k])
+      continue;
+    if ((full = pc__path_join(r->roots[0].dir, r->sel.only[k])) == NULL) {
+      r->fatal = -ENOMEM;
+      return;
+    }
+    pc__run_error(r, full, -ENOENT);
+    free(full);
+  }
+}
+
 /* Takes up to `budget` entries from the walk (a directory opened counts as
  * one): small enough slices that finished jobs are collected and new ones
  * submitted while a large tree is still being read. 1 when the walk is
@@ -411,8 +438,10 @@ int pc__dispatch_walk(pc__run_t *r, unsigned budget) {
     pc__entry_t e;
     int ret = pc__walk_next(r->walk, &e);
     budget -= e.opened < budget ? e.opened : budget;
-    if (ret == 0 && e.end)
+    if (ret == 0 && e.end) {
+      unlisted(r);
       return 1;
+    }
     if (ret < 0) {
       if (e.path != NULL)
         pc__run_error(r, e.path, ret);

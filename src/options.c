@@ -207,6 +207,34 @@ static const char *deltas_check(const pc_options_t *o) {
   return NULL;
 }
 
+/* A name of pc_options_t.only: relative, no empty, "." or ".." component
+ * (the walk's paths have none, so it could never be found). */
+static int only_name_ok(const char *s) {
+  if (s == NULL || s[0] == '/')
+    return 0;
+  for (;;) {
+    size_t n = strcspn(s, "/");
+    if (n == 0 || (n == 1 && s[0] == '.') ||
+        (n == 2 && s[0] == '.' && s[1] == '.'))
+      return 0;
+    if (s[n] == '\0')
+      return 1;
+    s += n + 1;
+  }
+}
+
+static const char *only_check(const pc_options_t *o) {
+  size_t k;
+
+  if (o->npaths != 1)
+    return "--files-from takes one PATH: the directory the names are below";
+  for (k = 0; k < o->nonly; k++)
+    if (!only_name_ok(o->only[k]))
+      return "--files-from: a name that is empty, absolute, or has a . or .. "
+             "component";
+  return NULL;
+}
+
 int pc_options_check(const pc_options_t *given, const char **what) {
   pc_options_t full, *o = &full;
   const char *bad = NULL;
@@ -247,6 +275,8 @@ int pc_options_check(const pc_options_t *given, const char **what) {
   }
   if (bad == NULL && o->n_dict_dirs > 0)
     bad = deltas_check(o);
+  if (bad == NULL && o->only != NULL)
+    bad = only_check(o);
   if (what != NULL)
     *what = bad;
   return bad == NULL ? 0 : -EINVAL;

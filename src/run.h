@@ -59,8 +59,10 @@ typedef struct pc__run {
   int wdir_known;
   pc__devino_t wdir;
   int wdir_err;
-  pc__relset_t rels; /* --output-dir and more than one PATH: the paths
-                        below their PATH of the files taken so far */
+  pc__relset_t rels;        /* --output-dir and more than one PATH: the paths
+                               below their PATH of the files taken so far */
+  unsigned char *only_seen; /* --files-from: which of sel.only the walk
+                               found (a file), by index */
 
   /* Schedule: units by size, largest first, within `jobs` and the memory
    * limit (schedule.h); a slot of the pool for each one in flight.

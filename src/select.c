@@ -14,6 +14,29 @@
 #include <strings.h>
 #include <xxhash.h>
 
+static int cmp_name(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* opts->only, sorted and each name once, for pc__select_listed(). */
+static int sort_only(pc__select_t *s, const pc_options_t *o) {
+  size_t k, n = 0;
+
+  if (o->only == NULL)
+    return 0;
+  if ((s->only = malloc((o->nonly + 1) * sizeof(*s->only))) == NULL)
+    return -ENOMEM;
+  if (o->nonly > 0) {
+    memcpy(s->only, o->only, o->nonly * sizeof(*s->only));
+    qsort(s->only, o->nonly, sizeof(*s->only), cmp_name);
+  }
+  for (k = 0; k < o->nonly; k++)
+    if (n == 0 || strcmp(s->only[n - 1], s->only[k]) != 0)
+      s->only[n++] = s->only[k];
+  s->nonly = n;
+  return 0;
+}
+
 int pc__select_init(pc__select_t *s, const pc_options_t *o,
                     const char *const *skip_ext, size_t nskip_ext) {
   size_t k;
@@ -28,12 +51,50 @@ int pc__select_init(pc__select_t *s, const pc_options_t *o,
     return -ENOMEM;
   for (k = 0; k < nskip_ext; k++)
     s->skip_len[k] = strlen(skip_ext[k]);
-  return 0;
+  return sort_only(s, o);
 }
 
 void pc__select_free(pc__select_t *s) {
   free(s->skip_len);
   s->skip_len = NULL;
+  free(s->only);
+  s->only = NULL;
+  s->nonly = 0;
+}
+
+/* 1 when name sorts before rel + "/" (rel: len bytes). */
+static int before_dir(const char *name, const char *rel, size_t len) {
+  int c = strncmp(name, rel, len);
+  return c < 0 || (c == 0 && (unsigned char)name[len] < '/');
+}
+
+int pc__select_listed(const pc__select_t *s, const char *rel, size_t *k) {
+  size_t len = strlen(rel), lo = 0, hi = s->nonly, mid;
+
+  *k = SIZE_MAX;
+  if (s->only == NULL)
+    return 1;
+  while (lo < hi) { /* the first name not before rel */
+    mid = lo + (hi - lo) / 2;
+    if (strcmp(s->only[mid], rel) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < s->nonly && strcmp(s->only[lo], rel) == 0) {
+    *k = lo;
+    return 1;
+  }
+  hi = s->nonly;
+  while (lo < hi) { /* the first name not before rel + "/" */
+    mid = lo + (hi - lo) / 2;
+    if (before_dir(s->only[mid], rel, len))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < s->nonly && strncmp(s->only[lo], rel, len) == 0 &&
+         s->only[lo][len] == '/';
 }
 
 void pc__select_set_manifest(pc__select_t *s, const char *base,

@@ -51,6 +51,9 @@ typedef struct pc__select {
    */
   int cache_known;
   pc__devino_t cache_dir;
+  /* pc_options_t.only, sorted (strcmp), each once: owned, the names not. */
+  const char **only;
+  size_t nonly;
 } pc__select_t;
 
 /* What an entry is to the run. */
@@ -132,6 +135,13 @@ pc__verdict_t pc__select_file(const pc__select_t *s, const pc__sel_entry_t *e,
 
 /* 1 if the directory statted as `st` is one the walk never enters. */
 int pc__select_skip_dir(const pc__select_t *s, const struct stat *st);
+
+/* With pc_options_t.only (--files-from): 1 when the entry at `rel` (its
+ * path below the root) may be taken or entered: a name listed (*k: its
+ * index in s->only) or a directory on the path of one (*k SIZE_MAX); 0 when
+ * it is neither, and the walk passes it by. Without: 1, *k SIZE_MAX.
+ */
+int pc__select_listed(const pc__select_t *s, const char *rel, size_t *k);
 
 /* 1 if the file at `rel` (its path below the root) is this run's to take:
  * always without --shard.

@@ -102,6 +102,10 @@ static int make_roots(pc__run_t *r) {
     r->nroots++;
     root->fd = -1;
     is_file = stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+    if (is_file && o->only != NULL) { /* its names are below a directory */
+      free(keep);
+      return -ENOTDIR;
+    }
     if (is_file) {
       const char *slash = strrchr(p, '/');
       size_t dl = slash != NULL ? (size_t)(slash - p) : 0;
@@ -364,6 +368,7 @@ void pc__setup_free(pc__run_t *r) {
   }
   free(r->roots);
   pc__select_free(&r->sel);
+  free(r->only_seen);
   pc__prev_free(r->prev);
   pc__dictset_free(&r->dicts);
   pc__dedup_free(r->cfg.dedup);
@@ -463,8 +468,14 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
     skip = pc_default_skip_ext(&nskip);
   if ((err = pc__select_init(&r->sel, opts, skip, nskip)) != 0)
     return err;
-  if ((err = make_roots(r)) != 0)
+  if (r->sel.only != NULL &&
+      (r->only_seen = calloc(r->sel.nonly + 1, 1)) == NULL)
+    return -ENOMEM;
+  if ((err = make_roots(r)) != 0) {
+    if (err == -ENOTDIR && totals != NULL)
+      totals->err_path = opts->paths[0];
     return err;
+  }
   if (opts->output_dir != NULL && (err = open_output_dir(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->output_dir;

@@ -15,6 +15,9 @@ status and the command that ran). docs/django.md has the details.
 Settings of this package (all optional):
     PRECOMPRESS_ARGS    a list of further options, e.g. ["--cache-dir", "/var/cache/pc"]
     PRECOMPRESS_BINARY  the program to run instead of the bundled one
+    PRECOMPRESS_MANIFEST  a file name: precompress's manifest of the run, rooted at
+                        STATIC_ROOT (paths below it), for `precompress server-config`
+                        and the next run's incremental check
     PRECOMPRESS_DELTAS  True: write RFC 9842 deltas (FILE.<id>.dcz, .dcb) of each changed
                         file against its previous hashed version, which Django keeps in
                         STATIC_ROOT, paired through the previous staticfiles.json
@@ -90,39 +93,20 @@ def delta_names(name, record):
             yield "%s.%s.%s" % (name, d["sha256"][:16], d["format"])
 
 
-def command_lines(program, options, names, budget=None):
-    """[program, options..., --, names...], split into several only when argv would overflow.
-
-    budget: bytes the names may take in one command line (default: half of ARG_MAX less the environment).
-    """
-    if budget is None:
-        budget = os.sysconf("SC_ARG_MAX") // 2 - sum(len(k) + len(v) + 10 for k, v in os.environ.items())
-    head = [program, *options, "--"]
-    line, size = list(head), 0
-    for name in names:
-        cost = len(os.fsencode(name)) + 1 + 8  # the string, its NUL, its pointer
-        if size + cost > budget and len(line) > len(head):
-            yield line
-            line, size = list(head), 0
-        line.append(name)
-        size += cost
-    if len(line) > len(head):
-        yield line
+def manifest_option():
+    """PRECOMPRESS_MANIFEST, checked, as --manifest's arguments (none when unset)."""
+    path = getattr(settings, "PRECOMPRESS_MANIFEST", None)
+    if path is None:
+        return []
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise ImproperlyConfigured("PRECOMPRESS_MANIFEST must be a file name, "
+                                   "e.g. BASE_DIR / \"precompress.json\"")
+    return ["--manifest", os.path.abspath(os.fspath(path))]
 
 
-def names_of(argv):
-    """The names a command line of command_lines() hands over: everything after its "--"."""
-    return argv[argv.index("--") + 1:]
-
-
-def command_text(argv, head, shown=3):
-    """argv for a message, shell-quoted: its program and options whole, its first names, and how
-    many more there are (a command line may hold thousands)."""
-    names = argv[head:]
-    words = [shlex.quote(a) for a in argv[:head] + names[:shown]]
-    if len(names) > shown:
-        words.append("... (%d names in all)" % len(names))
-    return " ".join(words)
+def command_text(argv):
+    """argv for a message, shell-quoted."""
+    return " ".join(shlex.quote(a) for a in argv)
 
 
 def file_name(record):
@@ -146,50 +130,59 @@ class PrecompressMixin:
         """Compress names (relative to STATIC_ROOT); yield (name, output name) for each output written.
 
         The hook whitenoise's CompressedManifestStaticFilesStorage calls with the names
-        it would compress; it runs precompress once over all of them instead.
+        it would compress; it runs precompress once over all of them instead: STATIC_ROOT
+        as its PATH, the names in a file given to --files-from (so the manifest, with
+        PRECOMPRESS_MANIFEST, is rooted at STATIC_ROOT, and no command line overflows).
         """
+        names = sorted(set(names))
+        if not names:
+            return
         with tempfile.TemporaryDirectory(prefix="precompress-") as tmp:
             copy = None
             if self._earlier_manifest is not None:
                 copy = os.path.join(tmp, "staticfiles.earlier.json")
                 with open(copy, "wb") as f:
                     f.write(self._earlier_manifest)
-            yield from self.run_precompress(names, self.delta_options(copy))
+            listing = os.path.join(tmp, "files")
+            with open(listing, "wb") as f:
+                f.write(b"".join(os.fsencode(n) + b"\0" for n in names))
+            yield from self.run_precompress(listing, self.delta_options(copy))
 
-    def run_precompress(self, names, delta_options):
-        options = ["--json-lines", "--skip-ext", skip_ext_option(), *delta_options, *extra_args()]
+    def run_precompress(self, listing, delta_options):
+        options = ["--json-lines", "--skip-ext", skip_ext_option(), *manifest_option(),
+                   *delta_options, *extra_args(), "--files-from", listing]
         try:
             program = getattr(settings, "PRECOMPRESS_BINARY", None) or precompress.binary()
         except FileNotFoundError as e:
             raise PrecompressError(str(e)) from e
         root = self.path("")
-        for argv in command_lines(program, options, sorted(set(names))):
-            try:
-                p = subprocess.run(argv, cwd=root, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            except OSError as e:
-                raise PrecompressError("precompress: cannot run %s: %s" % (program, e)) from e
-            if p.returncode != 0:
-                how = ("exited with status %d" % p.returncode if p.returncode > 0
-                       else "was killed by signal %d" % -p.returncode)
-                said = p.stderr.decode(errors="replace").rstrip()
-                if not said:
-                    # Nothing to show of its own (a wrapper, a program killed early): the
-                    # status and the command say what ran and how it ended.
-                    raise PrecompressError("precompress %s and printed nothing; the command, in %s: %s" % (
-                        how, root, command_text(argv, len(argv) - len(names_of(argv)))))
-                raise PrecompressError("precompress %s:\n%s" % (how, said))
-            sys.stderr.write(p.stderr.decode(errors="replace"))  # notes of a run that went well
-            for line in p.stdout.splitlines():
-                record = json.loads(line)
-                if record["type"] != "file":
-                    continue
-                name = file_name(record)
-                for fmt, output in sorted(record["outputs"].items()):
-                    if output["state"] == "kept":
-                        yield name, "%s.%s" % (name, fmt)
-                for delta in delta_names(name, record):
-                    yield name, delta
+        argv = [program, *options, "--", "."]
+        try:
+            p = subprocess.run(argv, cwd=root, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as e:
+            raise PrecompressError("precompress: cannot run %s: %s" % (program, e)) from e
+        if p.returncode != 0:
+            how = ("exited with status %d" % p.returncode if p.returncode > 0
+                   else "was killed by signal %d" % -p.returncode)
+            said = p.stderr.decode(errors="replace").rstrip()
+            if not said:
+                # Nothing to show of its own (a wrapper, a program killed early): the
+                # status and the command say what ran and how it ended.
+                raise PrecompressError("precompress %s and printed nothing; the command, in %s: %s" % (
+                    how, root, command_text(argv)))
+            raise PrecompressError("precompress %s:\n%s" % (how, said))
+        sys.stderr.write(p.stderr.decode(errors="replace"))  # notes of a run that went well
+        for line in p.stdout.splitlines():
+            record = json.loads(line)
+            if record["type"] != "file":
+                continue
+            name = file_name(record)
+            for fmt, output in sorted(record["outputs"].items()):
+                if output["state"] == "kept":
+                    yield name, "%s.%s" % (name, fmt)
+            for delta in delta_names(name, record):
+                yield name, delta
 
     def post_process(self, *args, **kwargs):
         """whitenoise's, with a failed precompress run yielded as Django's post_process yields errors.

@@ -19,6 +19,7 @@ typedef enum opt_id {
   OPT_SKIP_EXT,
   OPT_INCLUDE,
   OPT_EXCLUDE,
+  OPT_FILES_FROM,
   OPT_FOLLOW,
   OPT_FORCE,
   OPT_FSYNC,
@@ -70,6 +71,7 @@ static const opt_def_t opt_table[] = {
     {"skip-ext", 0, 1, OPT_SKIP_EXT},
     {"include", 0, 1, OPT_INCLUDE},
     {"exclude", 0, 1, OPT_EXCLUDE},
+    {"files-from", 0, 1, OPT_FILES_FROM},
     {"follow", 0, 0, OPT_FOLLOW},
     {"force", 0, 0, OPT_FORCE},
     {"fsync", 0, 0, OPT_FSYNC},
@@ -367,6 +369,9 @@ static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
     if (*value == '\0')
       return fail(args, CLI_EUSAGE, "%s needs a file name", opt);
     o->manifest = value;
+    break;
+  case OPT_FILES_FROM:
+    args->files_from = value;
     break;
   case OPT_OUTPUT_DIR:
     if (*value == '\0')
@@ -682,6 +687,11 @@ void cli_args_free(cli_args_t *args) {
       NULL;
   free(args->skip_ext);
   free(args->skip_buf);
+  free(args->only);
+  free(args->only_buf);
+  args->only = NULL;
+  args->only_buf = NULL;
+  args->opts.only = NULL;
   args->paths = NULL;
   args->include = NULL;
   args->exclude = NULL;

@@ -67,6 +67,11 @@ typedef struct cli_args {
                                   in dicts' allocation */
   const char **skip_ext;
   char *skip_buf;
+  /* --files-from FILE, read by main() into `only` (names in only_buf),
+   * which opts.only then points at. */
+  const char *files_from;
+  const char **only;
+  char *only_buf;
 
   char err[CLI_ERR_SIZE]; /* the problem, when the status is not CLI_OK */
 } cli_args_t;

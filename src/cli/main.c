@@ -13,6 +13,7 @@
 #include "shard_env.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -487,6 +488,65 @@ static int resolve_shard(cli_args_t *args) {
   return 0;
 }
 
+/* --files-from FILE ('-': standard input) into args->only: one name a
+ * line, or NUL-separated when FILE holds a NUL; empty names dropped, and a
+ * leading "./". 0, or 1 when it could not be read (said).
+ */
+static int read_files_from(cli_args_t *args) {
+  const char *from = args->files_from;
+  int fd = strcmp(from, "-") == 0 ? 0 : open(from, O_RDONLY | O_CLOEXEC);
+  size_t len = 0, cap = 0, n = 0, k;
+  char *buf = NULL, sep;
+  ssize_t got = 1;
+
+  while (fd >= 0 && got > 0) {
+    if (len + 65536 + 1 > cap) {
+      char *grown = realloc(buf, cap = 2 * cap + 65536 + 1);
+      if (grown == NULL) {
+        errno = ENOMEM;
+        break;
+      }
+      buf = grown;
+    }
+    got = read(fd, buf + len, 65536);
+    if (got < 0 && errno == EINTR)
+      got = 1;
+    else if (got > 0)
+      len += (size_t)got;
+  }
+  if (fd < 0 || got != 0) {
+    cli_report_name_msg(NULL, from, "%s", strerror(errno));
+    free(buf);
+    if (fd > 0)
+      close(fd);
+    return 1;
+  }
+  if (fd > 0)
+    close(fd);
+  if (buf == NULL && (buf = malloc(1)) == NULL)
+    return 1;
+  buf[len] = '\0';
+  sep = memchr(buf, '\0', len) != NULL ? '\0' : '\n';
+  for (k = 0; k < len; k++)
+    n += buf[k] == sep;
+  args->only_buf = buf;
+  if ((args->only = calloc(n + 2, sizeof(*args->only))) == NULL)
+    return 1;
+  for (k = 0, n = 0; k <= len;) {
+    char *name = buf + k;
+    size_t l = sep == '\0' ? strlen(name) : strcspn(name, "\n");
+    name[l] = '\0';
+    k += l + 1;
+    while (name[0] == '.' && name[1] == '/')
+      name += 2;
+    if (name[0] != '\0')
+      args->only[n++] = name;
+  }
+  args->opts.only = args->only;
+  args->opts.nonly = n;
+  return 0;
+}
+
 /* Everything before the run: argv, the environment, --help and --version,
  * what may write to standard output, the PATHs. 1 when the program ends
  * here with *status.
@@ -545,6 +605,8 @@ static int prepare(cli_args_t *args, int argc, char **argv, int *status) {
     args->opts.manifest = NULL;
     args->opts.manifest_write = write_stdout;
   }
+  if (args->files_from != NULL && read_files_from(args))
+    return 1;
   return check_paths(args) ? 1 : 0;
 }
 

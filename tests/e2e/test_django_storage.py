@@ -307,7 +307,8 @@ class DjangoStorage(PCTestCase):
         # PRECOMPRESS_DELTAS: the second collectstatic writes, beside each changed file's new
         # hashed name, its delta against the previous hashed version Django left in
         # STATIC_ROOT, paired through the previous staticfiles.json (docs/django.md, "Deltas").
-        project = self.project("deltas", "PRECOMPRESS_DELTAS = True\n")
+        project = self.project("deltas", "PRECOMPRESS_DELTAS = True\n"
+                               "PRECOMPRESS_MANIFEST = BASE_DIR / 'precompress.json'\n")
         root = os.path.join(project, "staticfiles")
         self.collectstatic(project)
         first = tree(root)
@@ -354,6 +355,28 @@ class DjangoStorage(PCTestCase):
         # post_process yields each as an output of its file (collectstatic -v 2 names them).
         for delta in want:
             self.assertIn("as '%s'" % delta, p.stdout.decode())
+        # PRECOMPRESS_MANIFEST: one root, STATIC_ROOT; each file by its path below it, the
+        # deltas listed; server-config serves them at their URLs.
+        with open(os.path.join(project, "precompress.json"), "rb") as f:
+            man = json.loads(f.read())
+        self.assertNotIn("roots", man)
+        by = {e["path"]: e for e in man["files"]}
+        for name in changed:
+            kept = [d for d in by[paths2[name]]["deltas"] if "size" in d]
+            self.assertEqual(sorted("%s.%s.%s" % (paths2[name], d["sha256"][:16], d["format"]) for d in kept),
+                             sorted(w for w in want if w.startswith(paths2[name] + ".")))
+        self.assertNotIn(paths1["site/app.css"], by)  # the previous release's: not this run's
+        conf = subprocess.run([PROGRAM, "server-config", "nginx", "--part", "http", "--location", "/static/",
+                               os.path.join(project, "precompress.json")], stdout=subprocess.PIPE, check=True)
+        self.assertIn(('"/static/%s" "match=\\"/static/site/app.*.css\\""' % paths2["site/app.css"]).encode(),
+                      conf.stdout)
+        # A plain --check and a plain run over what the storage wrote: the deltas stand.
+        r = subprocess.run([PROGRAM, "--check", "--exclude", "staticfiles.json", root],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual((r.returncode, r.stdout), (0, b""), r.stderr)
+        r = subprocess.run([PROGRAM, "-q", root], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(n for n in tree(root) if n.endswith((".dcz", ".dcb"))), sorted(want))
 
     def test_failed_run_fails_collectstatic(self):
         # A directory where site/broken.js's .gz must go: precompress fails that file.
@@ -368,7 +391,7 @@ class DjangoStorage(PCTestCase):
         self.assertNotEqual(p.returncode, 0, err)
         self.assertIn("Post-processing '%s' failed!" % os.path.join(project, "staticfiles"), err)
         self.assertIn("PrecompressError: precompress exited with status 1:", err)
-        self.assertIn("precompress: site/broken.js.gz: output name is taken by a directory", err)
+        self.assertIn("precompress: ./site/broken.js.gz: output name is taken by a directory", err)
 
     def test_bad_option_fails_collectstatic(self):
         project = self.project("badopt", "PRECOMPRESS_ARGS = [\"--gzip-level\", \"10\"]\n")
@@ -388,20 +411,6 @@ class DjangoStorage(PCTestCase):
         self.assertIn("Post-processing '%s' failed!" % os.path.join(project, "staticfiles"), err)
         self.assertIn("PrecompressError: precompress: cannot run /nonexistent/precompress: "
                       "[Errno 2] No such file or directory", err)
-
-    def test_command_lines_split_only_past_the_budget(self):
-        code = ("import json; from precompress.django import command_lines as c; names = ['n%03d' % i for i in range(100)]; "
-                "print(json.dumps([list(c('pc', ['-q'], names)), list(c('pc', ['-q'], names, budget=130)), "
-                "list(c('pc', ['-q'], []))]))")
-        p = subprocess.run([STATE["python"], "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        whole, split, empty = json.loads(p.stdout)
-        names = ["n%03d" % i for i in range(100)]
-        self.assertEqual(whole, [["pc", "-q", "--"] + names])
-        self.assertEqual(len(split), 10)  # 13 bytes a name (4, NUL, pointer): 10 names a line
-        self.assertTrue(all(line[:3] == ["pc", "-q", "--"] and len(line) <= 13 for line in split), split)
-        self.assertEqual([n for line in split for n in line[3:]], names)
-        self.assertEqual(empty, [])
 
     def test_python_m_precompress(self):
         version = subprocess.run([sys.executable, os.path.join(SOURCE, "dist", "version.py")],
