@@ -449,7 +449,8 @@ def child_env(cache=True):
     return e
 
 
-def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, program=None):
+def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, program=None, stdin=None):
+    """The program with args; stdin: bytes for its standard input (else none)."""
     cmd = [program or PROGRAM] + [a if isinstance(a, (bytes, str)) else str(a) for a in args]
     if as_nobody:
         cmd = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"] + cmd
@@ -462,7 +463,8 @@ def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, prog
         e.update(env)
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                           preexec_fn=pre, cwd=cwd, env=e, stdin=subprocess.DEVNULL)
+                           preexec_fn=pre, cwd=cwd, env=e,
+                           **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}))
     except subprocess.TimeoutExpired as ex:
         raise AssertionError("precompress did not finish within %ss: %r" % (timeout, args)) from ex
     return Result(args, p.returncode, p.stdout, p.stderr)

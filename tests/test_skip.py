@@ -197,5 +197,67 @@ class SkipReasons(PCTestCase):
         self.assertTrue(os.path.exists(os.path.join(root, "js", "app.js.gz")))
 
 
+class FilesFrom(PCTestCase):
+    """--files-from FILE: only the files it names (one a line, or NUL-separated), by their
+    path below the one PATH; the rest of the tree is not compressed, recorded or touched; a
+    name not found is an error about it; the manifest is rooted at PATH."""
+
+    def tree(self):
+        root = self.path("t")
+        for rel in ("a/x.js", "a/b/y.js", "c/z.js", "top.js", "a.js", "a-b/w.js", "ab/v.js"):
+            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+            with open(os.path.join(root, rel), "wb") as f:
+                f.write(TEXT + rel.encode())
+        # An output of a file not listed, stale: left alone.
+        with open(os.path.join(root, "c/z.js.gz"), "wb") as f:
+            f.write(b"stale")
+        return root
+
+    def outputs(self, root):
+        return sorted(os.fsdecode(r) for r in walk_all(root) if r.endswith((b".gz", b".br")))
+
+    def test_lists(self):
+        root = self.tree()
+        man = self.path("m.json")
+        for sep, listing in (("\n", "a/b/y.js\n./top.js\n\na-b/w.js\n"),
+                             ("\0", "a/b/y.js\0top.js\0a-b/w.js\0")):
+            with self.subTest(repr(sep)):
+                lst = self.path("list")
+                with open(lst, "w") as f:
+                    f.write(listing)
+                r = run(["-v", "--manifest", man, "--files-from", lst, root])
+                self.assertEqual(r.rc, 0, r)
+                m, _ = load_manifest(man)
+                self.assertNotIn("roots", m)
+                self.assertEqual([e["path"] for e in m["files"]], ["a-b/w.js", "a/b/y.js", "top.js"])
+                self.assertEqual(self.outputs(root), sorted(
+                    ["a-b/w.js.br", "a-b/w.js.gz", "a/b/y.js.br", "a/b/y.js.gz", "c/z.js.gz",
+                     "top.js.br", "top.js.gz"]))
+                with open(os.path.join(root, "c/z.js.gz"), "rb") as f:
+                    self.assertEqual(f.read(), b"stale")
+        # Standard input, and the manifest's records: the second run reads nothing again.
+        r = run(["--json", "--manifest", man, "--files-from", "-", root], stdin=b"top.js\na/b/y.js\n")
+        self.assertEqual((r.rc, r.summary()["unchanged"], r.summary()["files"]), (0, 2, 2), r)
+
+    def test_missing_names_and_refusals(self):
+        root = self.tree()
+        r = run(["-q", "--files-from", "-", root], stdin=b"top.js\nnope.js\na\n")
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(sorted(r.error_lines()), sorted([
+            "precompress: %s/nope.js: No such file or directory" % root,
+            "precompress: %s/a: No such file or directory" % root]), r)
+        self.assertTrue(os.path.exists(os.path.join(root, "top.js.gz")))
+        for stdin, args, says in (
+                (b"/etc/passwd\n", [root], "--files-from: a name that is empty, absolute"),
+                (b"a/../top.js\n", [root], "--files-from: a name that is empty, absolute"),
+                (b"top.js\n", [root, root + "/a"], "--files-from takes one PATH"),
+                (b"top.js\n", [os.path.join(root, "top.js")], "Not a directory")):
+            r = run(["--files-from", "-"] + args, stdin=stdin)
+            self.assertEqual(r.rc, 2, (stdin, r))
+            self.assertIn(says, r.err, (stdin, r))
+        r = run(["--files-from", self.path("none"), root])
+        self.assertEqual((r.rc, r.err), (2, "precompress: %s: No such file or directory\n" % self.path("none")), r)
+
+
 if __name__ == "__main__":
     main()
