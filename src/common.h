@@ -58,6 +58,23 @@ static inline int64_t pc__ns(struct timespec t) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* 1 when a file's mtime `now` is the `recorded` one, at the precision
+ * `now` has: a copy that keeps times to the microsecond (cp -p onto such
+ * a file system, Python's copy2 on some) or to the second (cpio -m, tar's
+ * ustar) cuts the nanoseconds it cannot keep, and the file is the same.
+ * Whole microseconds and whole seconds are told apart only by their zero
+ * digits, so a file whose nanoseconds happen to end in zeros is compared
+ * at that precision too (one in a thousand, or a million): a file changed
+ * within that microsecond (or second), to the same size, would pass.
+ */
+static inline int pc__mtime_same(int64_t recorded, int64_t now) {
+  if (now == recorded)
+    return 1;
+  if (now % 1000000000 == 0)
+    return recorded - recorded % 1000000000 == now;
+  return now % 1000 == 0 && recorded - recorded % 1000 == now;
+}
+
 /* 128-bit products for the keep rule. __extension__: ISO C has no such
  * type, and -Wpedantic (warning_level=3) says so; gcc and clang have it on
  * every 64-bit target.

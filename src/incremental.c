@@ -22,7 +22,8 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
   char oname[NAME_MAX + 1];
   int f;
 
-  if (p->size != (uint64_t)st->st_size || p->mtime_ns != pc__ns(st->st_mtim))
+  if (p->size != (uint64_t)st->st_size ||
+      !pc__mtime_same(p->mtime_ns, pc__ns(st->st_mtim)))
     return 0;
   for (f = 0; f < PC_NFORMATS; f++) {
     const char *ext = pc_format_ext((pc_format_t)f);
@@ -69,7 +70,8 @@ static int delta_current(const pc__prev_t *prev, const pc__prev_delta_t *d,
     return 0;
   if (pred->link)
     return 1;
-  if (d->dict_size != pred->size || d->dict_mtime_ns != pred->mtime_ns)
+  if (d->dict_size != pred->size ||
+      !pc__mtime_same(d->dict_mtime_ns, pred->mtime_ns))
     return 0;
   if (d->skip != PC_DSKIP_NONE)
     return 1;

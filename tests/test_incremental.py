@@ -563,6 +563,35 @@ class CheckWithManifest(Base):
                                                       "stale %s/data/config.json.br" % root]), r)
 
 
+class CopiedTree(PCTestCase):
+    """A tree and its manifest copied by a tool that keeps times to the microsecond or the
+    second only: the records still hold (compared at the precision the copy kept), so the
+    next run and --check read nothing; a file changed since is still found."""
+
+    def test_times_cut_by_a_copy(self):
+        for unit in (1000, 10**9):
+            with self.subTest(unit):
+                root = self.copy_site()
+                man = self.path("m%d.json" % unit)
+                self.assertEqual(run(["-q", "--manifest", man, root]).rc, 0)
+                for rel, st in walk_all(root).items():
+                    if stat.S_ISREG(st.st_mode):
+                        p = os.path.join(fsb(root), rel)
+                        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns - st.st_mtime_ns % unit))
+                r = run(["--json", "--check", "--manifest", man, root])
+                self.assertEqual((r.rc, r.summary()["compressed"]), (0, 0), r)
+                r = run(["--json", "--manifest", man, root])
+                self.assertEqual(r.rc, 0, r)
+                self.assertEqual(r.summary()["compressed"], 0, r)
+                self.assertGreater(r.summary()["unchanged"], 5, r)
+                # A file changed since (another size): compressed again.
+                with open(os.path.join(root, "index.html"), "ab") as f:
+                    f.write(b"<!-- more -->\n")
+                r = run(["--json", "--manifest", man, root])
+                self.assertEqual(r.summary()["compressed"], 1, r)
+                shutil.rmtree(root)
+
+
 class Interrupted(PCTestCase):
     """A run stopped part way (| head, Ctrl-C, a cancelled CI job, SIGKILL) keeps the earlier
     manifest's records of the files it did not reach: the next run reads only the files that
