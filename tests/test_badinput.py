@@ -267,7 +267,7 @@ class Permissions(Nobody):
         r = self.run_nobody(["--json", root])
         self.assertEqual(r.rc, 1, r)
         # issue 23: one line for the directory, found before its files are read; each fails
-        self.assertEqual(r.error_lines(), ["precompress: %s: cannot write outputs in this directory: its files "
+        self.assertEqual(r.error_lines(), ["precompress: %s: cannot write outputs in this directory (Permission denied): its files "
                                            "are not compressed" % ro], r)
         self.assertEqual((r.summary()["failed"], r.summary()["errors"]), (len(names), 1), r)
         self.assertEqual(sorted(os.listdir(ro)), sorted(names), "something was written in the read-only dir")

@@ -1,6 +1,8 @@
 /* Messages, per-file lines, the progress line and the summary (report.h). */
 #include "report.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -536,7 +538,16 @@ void cli_report_file(void *data, const pc_file_t *file) {
 void cli_report_error(void *data, const char *path, int err) {
   cli_report_t *r = data;
 
-  if (path != NULL)
+  if (path != NULL && err == PC_ENOWRITE &&
+      faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) != 0) {
+    /* The library says the directory takes no outputs; why is the
+     * system's to say (no write permission, a read-only file system). */
+    int why = errno;
+    cli_report_name_msg(r, path,
+                        "cannot write outputs in this directory (%s): "
+                        "its files are not compressed",
+                        strerror(why));
+  } else if (path != NULL)
     cli_report_name_msg(r, path, "%s", pc_strerror(err));
   else
     cli_report_msg(r, "%s", pc_strerror(err));
