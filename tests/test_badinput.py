@@ -752,12 +752,18 @@ class Sizes(Base):
         for f in os.listdir(root):
             if f.endswith((".gz", ".br")):
                 os.unlink(os.path.join(root, f))
-        r = run(["-v", "--min-size", "1k", root])
-        self.assertEqual(r.rc, 0, r)
-        for n in (999, 1000, 1023):
-            self.assertIn("skipped %s/f%d.txt (min-size)" % (root, n), r.out_lines)
-            self.assertNoOutputs(os.path.join(root, "f%d.txt" % n))
-        self.assertProcessed(root, ["f1024.txt"])
+        # k, kb, KiB, kB: 1024 each (as zstd reads them); 1024B in bytes.
+        for size in ("1k", "1kb", "1KiB", "1kB", "1024B"):
+            with self.subTest(size):
+                for f in os.listdir(root):
+                    if f.endswith((".gz", ".br")):
+                        os.unlink(os.path.join(root, f))
+                r = run(["-v", "--min-size", size, root])
+                self.assertEqual(r.rc, 0, r)
+                for n in (999, 1000, 1023):
+                    self.assertIn("skipped %s/f%d.txt (min-size)" % (root, n), r.out_lines)
+                    self.assertNoOutputs(os.path.join(root, "f%d.txt" % n))
+                self.assertProcessed(root, ["f1024.txt"])
 
 
 @unittest.skipUnless(os.geteuid() == 0, "mount needs root")

@@ -53,6 +53,10 @@ class Usage(PCTestCase):
             ["--formats", "gz,lz4", root],
             ["--jobs", "many", root],
             ["--min-size", "-3", root],
+            ["--min-size", "4kk", root],
+            ["--min-size", "4ib", root],
+            ["--min-size", "4 k", root],
+            ["--min-size", "4kbb", root],
             [root, "--gzip-level"],
             ["--no-gzip", "--no-brotli", root],
         ]

@@ -68,8 +68,14 @@ int cli_parse_size(const char *s, uint64_t *out) {
     s++;
     break;
   default:
-    return -1;
+    break;
   }
+  /* As zstd reads them: K, KB, KiB (any case) are all 1024; B alone is
+   * bytes. */
+  if (shift && (*s == 'i' || *s == 'I'))
+    s++;
+  if (*s == 'b' || *s == 'B')
+    s++;
   if (*s != '\0')
     return -1;
   if (shift && v > (UINT64_MAX >> shift))

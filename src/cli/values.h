@@ -16,7 +16,8 @@
 int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den);
 
 /* Parses a byte count: digits with an optional k, M or G suffix (powers of
- * 1024). Returns 0 or -1 (malformed or over 2^64 - 1).
+ * 1024), which may be followed by B or iB (4k, 4kb, 4KiB: 4096, as zstd
+ * reads them), or a lone B. Returns 0 or -1 (malformed or over 2^64 - 1).
  */
 int cli_parse_size(const char *s, uint64_t *out);
 
