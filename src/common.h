@@ -53,6 +53,9 @@
  */
 #define PC__ERRNO() (errno > 0 ? -errno : -EIO)
 
+/* "s" unless n is 1: "%zu file%s", n, PC__PLURAL(n). */
+#define PC__PLURAL(n) ((n) == 1 ? "" : "s")
+
 /* A file time in nanoseconds, as the manifest records it. */
 static inline int64_t pc__ns(struct timespec t) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;

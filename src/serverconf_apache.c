@@ -153,9 +153,9 @@ int pc__conf_apache(pc__conf_t *c) {
     return err;
   if (c->not_plain + out > 0)
     err = pc__buf_printf(&c->out,
-                         "# %zu files left out of Use-As-Dictionary: names "
+                         "# %zu file%s left out of Use-As-Dictionary: names "
                          "with characters this generator does not escape "
                          "(',' included).\n",
-                         c->not_plain + out);
+                         c->not_plain + out, PC__PLURAL(c->not_plain + out));
   return err;
 }

@@ -147,13 +147,13 @@ int pc__conf_caddy(pc__conf_t *c) {
     err = pc__buf_puts(&c->out, route_deltas);
   if (err == 0 && unknown > 0)
     err = pc__buf_printf(&c->out,
-                         "# %zu files with deltas of a type not known here: "
+                         "# %zu file%s with deltas of a type not known here: "
                          "their deltas are sent without a Content-Type.\n",
-                         unknown);
+                         unknown, PC__PLURAL(unknown));
   if (err == 0 && c->not_plain > 0)
     err = pc__buf_printf(&c->out,
-                         "# %zu files left out of Use-As-Dictionary: names "
+                         "# %zu file%s left out of Use-As-Dictionary: names "
                          "with characters this generator does not escape.\n",
-                         c->not_plain);
+                         c->not_plain, PC__PLURAL(c->not_plain));
   return err;
 }

@@ -210,10 +210,10 @@ int pc__conf_nginx_http(pc__conf_t *c) {
   free(v);
   if (err == 0 && c->not_plain + dups > 0)
     err = pc__buf_printf(&c->out,
-                         "# %zu files left out: names with characters this "
+                         "# %zu file%s left out: names with characters this "
                          "generator does not escape, or the same name as "
                          "another but for case.\n",
-                         c->not_plain + dups);
+                         c->not_plain + dups, PC__PLURAL(c->not_plain + dups));
   return err;
 }
 
@@ -257,8 +257,8 @@ int pc__conf_nginx_location(pc__conf_t *c) {
   }
   if (err == 0 && unknown > 0)
     err = pc__buf_printf(&c->out,
-                         "    # %zu files with deltas of a type not known "
+                         "    # %zu file%s with deltas of a type not known "
                          "here: their deltas are typed default_type.\n",
-                         unknown);
+                         unknown, PC__PLURAL(unknown));
   return err ? err : pc__buf_puts(&c->out, "}\n");
 }

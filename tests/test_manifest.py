@@ -221,8 +221,8 @@ def summary_line(j):
     its last part (the time)."""
     reasons = [(n, i, r) for i, (r, n) in enumerate(j["skipped"].items()) if n]
     reasons = ", ".join("%d %s" % (n, r) for n, i, r in sorted(reasons, key=lambda t: (-t[0], t[1])))
-    line = "precompress: %s%d files, %d compressed" % ("dry run: " if j["dry_run"] else "", j["files"],
-                                                      j["compressed"])
+    line = "precompress: %s%d file%s, %d compressed" % ("dry run: " if j["dry_run"] else "", j["files"],
+                                                        "" if j["files"] == 1 else "s", j["compressed"])
     how = (["%d copied from identical files" % j["deduped"]] if j["deduped"] else []) + \
           (["%d from the cache" % j["cached"]] if j["cached"] else [])
     if how:
@@ -237,7 +237,7 @@ def summary_line(j):
     if j["removed"] and not j["dry_run"]:
         line += ", %d removed" % j["removed"]
     if j["dry_run"]:
-        line += ", %d changes" % j["changes"]
+        line += ", %d change%s" % (j["changes"], "" if j["changes"] == 1 else "s")
     return line + "; " + ", ".join("%s %s -> %s" % (f, human(v["bytes_in"]), human(v["bytes_out"]))
                                    for f, v in j["formats"].items())
 
@@ -268,6 +268,17 @@ class SummaryLine(PCTestCase):
     def test_fresh_tree(self):
         j = self.twins(lambda root, aux: None, [])
         self.assertGreater(sum(1 for n in j["skipped"].values() if n), 1, j)  # reasons, largest first
+
+    def test_one_file_one_change(self):
+        def prepare(root, aux):
+            self.run_ok(["-q", root])
+            for d, dirs, names in os.walk(root):  # all but index.html
+                for n in names:
+                    if n != "index.html" and not n.startswith("index.html."):
+                        os.unlink(os.path.join(d, n))
+            os.unlink(os.path.join(root, "index.html.br"))
+        j = self.twins(prepare, ["-n"], rc=0)
+        self.assertEqual((j["files"], j["changes"]), (1, 1), j)
 
     def test_copies_cache_unchanged_and_removed(self):
         def prepare(root, aux):

@@ -401,11 +401,11 @@ static void cli_delta_summary(const cli_report_t *r, const pc_totals_t *t,
              f ? "," : "", pc_delta_ext((pc_delta_format_t)f),
              t->delta[f].files, t->delta[f].bytes_in, t->delta[f].bytes_out);
     else if (t->delta[f].files > 0)
-      fprintf(stderr, ", %s %s -> %s (%" PRIu64 " files)",
+      fprintf(stderr, ", %s %s -> %s (%" PRIu64 " file%s)",
               pc_delta_ext((pc_delta_format_t)f),
               cli_human_bytes(in, sizeof(in), t->delta[f].bytes_in),
               cli_human_bytes(out, sizeof(out), t->delta[f].bytes_out),
-              t->delta[f].files);
+              t->delta[f].files, t->delta[f].files == 1 ? "" : "s");
   }
   if (json)
     fputc('}', stdout);
@@ -652,8 +652,9 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t, double wall_s) {
     sep = ", ";
   }
 
-  fprintf(stderr, "precompress: %s%" PRIu64 " files, %" PRIu64 " compressed",
-          r->args->opts.dry_run ? "dry run: " : "", t->files, t->compressed);
+  fprintf(stderr, "precompress: %s%" PRIu64 " file%s, %" PRIu64 " compressed",
+          r->args->opts.dry_run ? "dry run: " : "", t->files,
+          t->files == 1 ? "" : "s", t->compressed);
   if (t->deduped > 0 || t->cached > 0) {
     /* Say how much of "compressed" was not compressed here. */
     fputs(" (", stderr);
@@ -676,7 +677,8 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t, double wall_s) {
   if (t->removed > 0 && !r->args->opts.dry_run)
     fprintf(stderr, ", %" PRIu64 " removed", t->removed);
   if (r->args->opts.dry_run)
-    fprintf(stderr, ", %" PRIu64 " changes", t->changes);
+    fprintf(stderr, ", %" PRIu64 " change%s", t->changes,
+            t->changes == 1 ? "" : "s");
   sep = "; ";
   for (i = 0; i < PC_NFORMATS; i++) {
     if (!(r->formats & PC_FMT_BIT(i)))

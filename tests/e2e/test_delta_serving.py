@@ -835,7 +835,7 @@ class GeneratedConfig(PCTestCase):
         self.assertIn("location ^~ /s/ {", r2.out)
         self.assertIn("types { application/javascript js dcb dcz; }", r2.out)
         self.assertIn("types { text/css css dcb dcz; }", r2.out)
-        self.assertIn("# 1 files with deltas of a type not known here", r2.out)
+        self.assertIn("# 1 file with deltas of a type not known here", r2.out)
         nginx = find_binary("nginx")
         if not nginx:
             self.skipTest("nginx not found: the configuration not checked by nginx -t")
@@ -935,7 +935,7 @@ class GeneratedConfig(PCTestCase):
         self.assertEqual(re.findall(r"^\theader @pc_type_(\w+) Content-Type \"([^\"]*)\"$", r.out, re.M),
                          [("css", "text/css; charset=utf-8"),
                           ("js", "text/javascript; charset=utf-8")], r.out)
-        self.assertIn("# 1 files with deltas of a type not known here", r.out)
+        self.assertIn("# 1 file with deltas of a type not known here", r.out)
         for coding in ("dcb", "dcz"):
             self.assertIn("\tfile {path}.{pc_dict_id}.%s\n" % coding, r.out)
             self.assertIn("\t\trewrite {path}.{pc_dict_id}.%s\n" % coding, r.out)
