@@ -48,7 +48,11 @@ static void rate_and_eta(const cli_report_t *r, const pc_progress_t *p,
   }
   if (!p->walk_done) {
     strcpy(eta, "scanning");
-  } else if (bps > 0 && p->bytes_total >= p->bytes_done) {
+  } else if (bps > 0 && p->bytes_total >= p->bytes_done && elapsed >= 1.0 &&
+             p->bytes_done * 20 >= p->bytes_total) {
+    /* Only once a twentieth of the bytes is done: before, the rate counts
+     * the walk and the first files only, while the largest, started first,
+     * are still running (a 61 s run once first said 16:28). */
     memcpy(eta, "ETA ", 4);
     format_eta(eta + 4, 32 - 4, (double)(p->bytes_total - p->bytes_done) / bps);
   } else {
