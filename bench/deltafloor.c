@@ -6,7 +6,7 @@
  *
  * For each "changed" line of PAIRS.tsv (bench/delta_pairs.sh: `changed NEW
  * OLD SIZE OLD_SIZE`, NEW below R2, OLD below R1), the bare codec calls
- * precompress makes for the delta outputs, with src/delta.c's parameters:
+ * precompress makes for the delta outputs, with src/codec/delta.c's parameters:
  *   dcb: brotli 11, OLD attached as a raw prepared dictionary, lgwin
  *        covering NEW (22..24), size hint NEW's size (needs brotli >= 1.1:
  *        built without it, or with --no-dcb for a precompress that
@@ -95,7 +95,7 @@ static unsigned char *slurp(const char *path, size_t *n) {
 }
 
 /* ceil_log2 (with dcb()'s clamp to 22..24) and dcz_wlog are copies of
- * src/delta.c's window choices: this file builds without a build tree.
+ * src/codec/delta.c's window choices: this file builds without a build tree.
  * Change them together. */
 #if HAVE_DCB
 static int ceil_log2(uint64_t x) {

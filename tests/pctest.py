@@ -213,7 +213,7 @@ def source_snapshot(root):
     return snap
 
 
-# --- the content cache's store (src/cache.c) ---------------------------------
+# --- the content cache's store (src/work/cache.c) ----------------------------
 
 STORE = "cache.sqlite"
 

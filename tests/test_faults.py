@@ -87,7 +87,7 @@ SYSCALLS = (
     ("rename", ("EIO",)),
     ("renameat", ("EIO", "ENOSPC")),
     ("renameat2", ("EIO", "ENOSPC")),
-    # An unnamed output's link (src/out.c): ENOENT and EEXIST are its two
+    # An unnamed output's link (src/fs/out.c): ENOENT and EEXIST are its two
     # ways back (name the descriptor through /proc; a temp name and a rename).
     ("linkat", ("EIO", "ENOSPC", "ENOENT", "EEXIST")),
     ("fsync", ("EIO",)),

@@ -115,7 +115,7 @@ class Contents(Base):
         with tarfile.open(self.rel(name + ".tar.gz")) as t:
             names = set(t.getnames())
         for f in ("meson.build", "include/precompress.h", "dist/version.py", "pyproject.toml",
-                  "python/build_backend.py", "src/run.c", "man/options.md", "PKG-INFO"):
+                  "python/build_backend.py", "src/run/run.c", "man/options.md", "PKG-INFO"):
             self.assertIn(name + "/" + f, names)
         self.assertFalse([n for n in names if "/.git/" in n or n.endswith("/.git")])
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Outputs made as unnamed files (src/out.c's pc__out_open_new: O_TMPFILE,
+"""Outputs made as unnamed files (src/fs/out.c's pc__out_open_new: O_TMPFILE,
 then linkat at the final name), and every way back to the named temp.
 
 An output whose name the walk's listing lacked is written to an unnamed

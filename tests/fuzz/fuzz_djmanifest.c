@@ -1,8 +1,8 @@
-/* libFuzzer target: Django's staticfiles.json reader (src/djmanifest.c),
- * which pairs deltas by logical name (docs/deltas.md). The input is parsed
- * by pc__djman_parse() and, written to a memfd, read back by
- * pc__djman_read() through /proc/self/fd/N. Besides "no crash, no UB, no
- * leak", it checks:
+/* libFuzzer target: Django's staticfiles.json reader
+ * (src/manifest/djmanifest.c), which pairs deltas by logical name
+ * (docs/deltas.md). The input is parsed by pc__djman_parse() and, written to a
+ * memfd, read back by pc__djman_read() through /proc/self/fd/N. Besides "no
+ * crash, no UB, no leak", it checks:
  *  - the status is 0, PC_EDJMANIFEST or -ENOMEM, and both readers agree;
  *    on failure the map holds nothing;
  *  - against a reference (jansson on the whole input, duplicate keys
@@ -14,7 +14,7 @@
  *    a hashed name found by pc__djman_name() maps back to a name that
  *    gives it, and one that two names give is found by neither.
  */
-#include "djmanifest.h"
+#include "manifest/djmanifest.h"
 
 #include <fcntl.h>
 #include <jansson.h>

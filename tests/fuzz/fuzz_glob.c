@@ -11,7 +11,7 @@
  *  - the path with every byte quoted by '\' matches itself, also behind
  *    "**" "/"; the base name quoted matches the path.
  */
-#include "glob.h"
+#include "common/glob.h"
 
 #include <stdint.h>
 #include <stdlib.h>

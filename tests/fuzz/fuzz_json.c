@@ -1,4 +1,4 @@
-/* libFuzzer target: the manifest's JSON string writers (src/json.c).
+/* libFuzzer target: the manifest's JSON string writers (src/common/json.c).
  *
  * pc__json_str() on the input, then an independent strict check of what it
  * wrote:
@@ -14,7 +14,7 @@
  * pc__json_hex(): '"', two lowercase hex digits per byte, '"', decoding to
  * the input.
  */
-#include "json.h"
+#include "common/json.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
-/* libFuzzer target: the earlier-manifest reader (src/prev.c over the one
- * manifest reader, src/manifest_read.c: a framing
- * layer over the top-level object and the "files" array, each key, value
- * and line of which jansson parses on its own).
+/* libFuzzer target: the earlier-manifest reader (src/manifest/prev.c over the
+ * one manifest reader, src/manifest/manifest_read.c: a framing layer over the
+ * top-level object and the "files" array, each key, value and line of which
+ * jansson parses on its own).
  *
  * The input is written to a memfd and read back through /proc/self/fd/N by
  * pc__prev_load(), with this run's settings as the program's defaults:
@@ -38,7 +38,7 @@
  *    the checks that need no reference are made: the reader may take the
  *    input or refuse it.
  */
-#include "prev.h"
+#include "manifest/prev.h"
 
 #include <jansson.h>
 #include <math.h>

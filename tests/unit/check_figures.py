@@ -5,7 +5,7 @@ design pages) and from the C sources (a #define, or the one line that sets it), 
 difference fails, naming both places:
 
     FAIL: cache writer's batch (entries): docs/reference.md says 16384 ("or 16,384 entries are
-          queued"), src/storeint.h (FLUSH_OPS) says 65536
+          queued"), src/store/storeint.h (FLUSH_OPS) says 65536
 
 A sentence reworded so that its figure is no longer found fails too ("cannot find ... in
 docs/reference.md"): update the pattern here with the text. Nothing is built or run; only the
@@ -73,14 +73,16 @@ def c_int(path, expr, _depth=0):
 
 
 def path_of(path, name):
-    """The file that defines `name`: path itself, else the header beside it that does."""
+    """The file that defines `name`: path itself, else a header beside it, else a header
+    it includes (`#include "folder/x.h"`, from src/) that does."""
     if re.search(r"^#define %s\b" % re.escape(name), read(path), re.M):
         return path
     src = os.path.join(ROOT, os.path.dirname(path))
-    for f in sorted(os.listdir(src)):
-        if f.endswith(".h") and re.search(r"^#define %s\b" % re.escape(name),
-                                          read(os.path.join(os.path.dirname(path), f)), re.M):
-            return os.path.join(os.path.dirname(path), f)
+    near = [os.path.join(os.path.dirname(path), f) for f in sorted(os.listdir(src)) if f.endswith(".h")]
+    near += [os.path.join("src", h) for h in re.findall(r'^#\s*include\s*"(\w+/\w+\.h)"', read(path), re.M)]
+    for h in near:
+        if os.path.exists(os.path.join(ROOT, h)) and re.search(r"^#define %s\b" % re.escape(name), read(h), re.M):
+            return h
     raise NotFound("%s: %s is defined nowhere near" % (path, name))
 
 
@@ -171,93 +173,93 @@ frac1 = lambda m: FRACTIONS[m.group(1)]
 
 # --- the content cache -----------------------------------------------------------
 
-check("cache writer's batch (entries)", "src/storeint.h (FLUSH_OPS)",
-      lambda: define("src/storeint.h", "FLUSH_OPS"),
+check("cache writer's batch (entries)", "src/store/storeint.h (FLUSH_OPS)",
+      lambda: define("src/store/storeint.h", "FLUSH_OPS"),
       [(REF, r"or ([\d,]+) entries are queued", g1)])
-check("cache writer's batch (share of the queue's budget)", "src/store.c (flush_bytes)",
-      lambda: int(code("src/store.c", r"flush_bytes = budget / (\d+)")),
+check("cache writer's batch (share of the queue's budget)", "src/store/store.c (flush_bytes)",
+      lambda: int(code("src/store/store.c", r"flush_bytes = budget / (\d+)")),
       [(REF, r"commits in batches: when (half|a quarter) of the queue's budget", frac1)])
-check("cache queue (share of the memory limit)", "src/setup.c (cache_budget)",
-      lambda: int(code("src/setup.c", r"uint64_t b = limit / (\d+);")),
+check("cache queue (share of the memory limit)", "src/run/setup.c (cache_budget)",
+      lambda: int(code("src/run/setup.c", r"uint64_t b = limit / (\d+);")),
       [(REF, r"The queue holds at most (half|a quarter) of the memory limit", frac1)])
-check("cache queue (cap)", "src/setup.c (cache_budget)",
-      lambda: int(code("src/setup.c", r"return b < \(\(uint64_t\)(\d+) << 20\)")) << 20,
+check("cache queue (cap)", "src/run/setup.c (cache_budget)",
+      lambda: int(code("src/run/setup.c", r"return b < \(\(uint64_t\)(\d+) << 20\)")) << 20,
       [(REF, r"The queue holds at most \w+(?: \w+)? of the memory limit and (\d+) MiB",
         lambda m: size(m.group(1), "MiB"))])
-check("default --cache-max-size", "src/options.c (cache_max_size)",
-      lambda: 1 << int(code("src/options.c", r"cache_max_size = \(uint64_t\)1 << (\d+);")),
+check("default --cache-max-size", "src/codec/options.c (cache_max_size)",
+      lambda: 1 << int(code("src/codec/options.c", r"cache_max_size = \(uint64_t\)1 << (\d+);")),
       [(REF, r"more than `--cache-max-size` \(default `(\d+)([kMG])`", lambda m: size(*m.groups())),
        (OPT, r"trim DIR to N bytes, least recently used first \[default: (\d+)([kMG]);",
         lambda m: size(*m.groups())),
        (OPT, r"least recently used entries first .{0,120}?Default: (\d+)([kMG]) \.",
         lambda m: size(*m.groups()))])
-check("store's application id", "src/storeid.h (PC__STORE_APP_ID)",
-      lambda: define("src/storeid.h", "PC__STORE_APP_ID"),
+check("store's application id", "src/store/storeid.h (PC__STORE_APP_ID)",
+      lambda: define("src/store/storeid.h", "PC__STORE_APP_ID"),
       [(REF, r"application id `0x([0-9a-f]+)`", lambda m: int(m.group(1), 16)),
        (REF, r'application id `0x[0-9a-f]+` \("(\w{4})"\)',
         lambda m: int.from_bytes(m.group(1).encode(), "big"))])
-check("store's schema version", "src/storeid.h (PC__STORE_VERSION)",
-      lambda: define("src/storeid.h", "PC__STORE_VERSION"),
+check("store's schema version", "src/store/storeid.h (PC__STORE_VERSION)",
+      lambda: define("src/store/storeid.h", "PC__STORE_VERSION"),
       [(REF, r"a schema version \(`user_version`, (\d+)\)", g1)])
-check("store's page size", "src/storeid.c (DB_PAGE_SIZE)",
-      lambda: int(define("src/storeid.c", "DB_PAGE_SIZE")),
+check("store's page size", "src/store/storeid.c (DB_PAGE_SIZE)",
+      lambda: int(define("src/store/storeid.c", "DB_PAGE_SIZE")),
       [(REF, r"on disk \((\d+) KiB pages\)", lambda m: size(m.group(1), "KiB"))])
-check("last use recorded to", "src/storeint.h (TOUCH_AGE, s)",
-      lambda: define("src/storeint.h", "TOUCH_AGE"),
+check("last use recorded to", "src/store/storeint.h (TOUCH_AGE, s)",
+      lambda: define("src/store/storeint.h", "TOUCH_AGE"),
       [(REF, r"the last hit, recorded to the (hour|minute|day)",
         lambda m: {"minute": 60, "hour": 3600, "day": 86400}[m.group(1)])])
-check("a writer's wait for another's batch", "src/storeid.h (PC__STORE_BUSY_MS)",
-      lambda: define("src/storeid.h", "PC__STORE_BUSY_MS"),
+check("a writer's wait for another's batch", "src/store/storeid.h (PC__STORE_BUSY_MS)",
+      lambda: define("src/store/storeid.h", "PC__STORE_BUSY_MS"),
       [(REF, r"a writer waits up to (\d+) s for another's batch", lambda m: 1000 * number(m.group(1)))])
-check("free pages before a VACUUM", "src/storewrite.c (do_trim)",
-      lambda: int(code("src/storewrite.c", r"free_pages \* (\d+) > pages")),
+check("free pages before a VACUUM", "src/store/storewrite.c (do_trim)",
+      lambda: int(code("src/store/storewrite.c", r"free_pages \* (\d+) > pages")),
       [(REF, r"when that leaves (half|a quarter) of the store's pages free", frac1)])
 
 # --- memory ----------------------------------------------------------------------
 
-check("default memory limit (share of the bound)", "src/machine.c (pc__memory_limit_at)",
-      lambda: int(code("src/machine.c", r"m->limit = b\.bytes != 0 \? b\.bytes / (\d+)")),
+check("default memory limit (share of the bound)", "src/common/machine.c (pc__memory_limit_at)",
+      lambda: int(code("src/common/machine.c", r"m->limit = b\.bytes != 0 \? b\.bytes / (\d+)")),
       [(REF, r"or by default (half|a quarter) of the smallest bound this process has", frac1),
        (OPT, r"Default: (half|a quarter) of the smallest bound this process has", frac1),
        (OPT, r"\[default: (half|a quarter) of the cgroup limit", frac1)])
-check("copies kept for identical files (cap)", "src/dedup.h (PC__DEDUP_KEEP_MAX)",
-      lambda: define("src/dedup.h", "PC__DEDUP_KEEP_MAX"),
+check("copies kept for identical files (cap)", "src/work/dedup.h (PC__DEDUP_KEEP_MAX)",
+      lambda: define("src/work/dedup.h", "PC__DEDUP_KEEP_MAX"),
       [(REF, r"Those copies take at most (\d+) MiB per run", lambda m: size(m.group(1), "MiB"))])
-check("copies kept for identical files (share of the memory limit)", "src/dedup.c (pc__dedup_budget)",
-      lambda: int(code("src/dedup.c", r"mem_limit / (\d+) < PC__DEDUP_KEEP_MAX")),
+check("copies kept for identical files (share of the memory limit)", "src/work/dedup.c (pc__dedup_budget)",
+      lambda: int(code("src/work/dedup.c", r"mem_limit / (\d+) < PC__DEDUP_KEEP_MAX")),
       [(REF, r"MiB per run, or (half|a quarter) of the memory limit when that is less", frac1)])
-check("zlib's memory estimate", "src/codec.c (pc__enc_mem)",
-      lambda: int(code("src/codec.c", r"if \(engine == PC_GZIP_ZLIB\)\s*return \(uint64_t\)(\d+) << 10;")) << 10,
+check("zlib's memory estimate", "src/codec/codec.c (pc__enc_mem)",
+      lambda: int(code("src/codec/codec.c", r"if \(engine == PC_GZIP_ZLIB\)\s*return \(uint64_t\)(\d+) << 10;")) << 10,
       [(REF, r"\((\d+) KiB for zlib", lambda m: size(m.group(1), "KiB"))])
 
 
 def br_table():
-    rows = code("src/codec.c", r"br_mem_table\[\] = \{(.*?)\};")
+    rows = code("src/codec/codec.c", r"br_mem_table\[\] = \{(.*?)\};")
     return [(int(a), int(b)) for a, b in re.findall(r"\{(\d+), (\d+)\}", rows)]
 
 
 for kib, label in ((256, r"256 KiB of input"), (1024, r"1 MB"), (2560, r"2\.5 MB")):
-    check("brotli 10..11's estimate at %d KiB" % kib, "src/codec.c (br_mem_table)",
+    check("brotli 10..11's estimate at %d KiB" % kib, "src/codec/codec.c (br_mem_table)",
           lambda kib=kib: dict(br_table())[kib],
           [(REF, r"(\d+) MiB at %s" % label, g1)])
-check("brotli 10..11's largest estimate", "src/codec.c (br_mem_table, its last row + 4)",
+check("brotli 10..11's largest estimate", "src/codec/codec.c (br_mem_table, its last row + 4)",
       lambda: br_table()[-1][1] + 4,
       [(REF, r"up to about (\d+) MiB from 8 MB on", g1)])
-check("input slice", "src/work.h (PC__CHUNK)",
-      lambda: define("src/work.h", "PC__CHUNK"),
+check("input slice", "src/work/work.h (PC__CHUNK)",
+      lambda: define("src/work/work.h", "PC__CHUNK"),
       [(REF, r"a (\d+) KiB input slice", lambda m: size(m.group(1), "KiB")),
        (REF, r"stop at their next (\d+) KiB slice", lambda m: size(m.group(1), "KiB"))])
-check("a file read once, whole", "src/codec.h (PC__WHOLE_MAX)",
-      lambda: define("src/codec.h", "PC__WHOLE_MAX"),
+check("a file read once, whole", "src/codec/codec.h (PC__WHOLE_MAX)",
+      lambda: define("src/codec/codec.h", "PC__WHOLE_MAX"),
       [(REF, r"\(a file up to (\d+) KiB whole\)", lambda m: size(m.group(1), "KiB")),
        (REF, r"a file over (\d+) KiB is read twice", lambda m: size(m.group(1), "KiB")),
        ("docs/design.md", r"a file up to (\d+) KiB is read once", lambda m: size(m.group(1), "KiB"))])
-check("output held before it spills", "src/work.h (PC__SPILL)",
-      lambda: define("src/work.h", "PC__SPILL"),
+check("output held before it spills", "src/work/work.h (PC__SPILL)",
+      lambda: define("src/work/work.h", "PC__SPILL"),
       [(REF, r"up to (\d+) MiB of output per format before it spills",
         lambda m: size(m.group(1), "MiB"))])
-check("blocks mapped directly", "src/codec.c (MEM_BIG)",
-      lambda: define("src/codec.c", "MEM_BIG"),
+check("blocks mapped directly", "src/codec/codec.c (MEM_BIG)",
+      lambda: define("src/codec/codec.c", "MEM_BIG"),
       [("docs/design.md", r"brotli's and zstd's blocks of (\d+) MiB and more are mapped",
         lambda m: size(m.group(1), "MiB")),
        ("docs/memory.md", r"The codecs' blocks of (\d+) MiB and more are mapped",
@@ -268,14 +270,14 @@ check("blocks mapped directly", "src/codec.c (MEM_BIG)",
 for name, pattern, unit in (("PC__BATCH_FILE", r"Files up to (\d+) KiB are handed to a worker", "KiB"),
                             ("PC__BATCH_FILES", r"directory, up to (\d+) files or \d+ KiB at a time", ""),
                             ("PC__BATCH_BYTES", r"directory, up to \d+ files or (\d+) KiB at a time", "KiB")):
-    check("small files' units (%s)" % name, "src/schedule.h (%s)" % name,
-          lambda name=name: define("src/schedule.h", name),
+    check("small files' units (%s)" % name, "src/run/schedule.h (%s)" % name,
+          lambda name=name: define("src/run/schedule.h", name),
           [(REF, pattern, lambda m, unit=unit: size(m.group(1), unit))])
 for name, pattern, unit in (("PC__BATCH_FILE", r"files up to (\d+) KiB travel with", "KiB"),
                             ("PC__BATCH_FILES", r"up to (\d+) files or \d+ KiB per unit", ""),
                             ("PC__BATCH_BYTES", r"up to \d+ files or (\d+) KiB per unit", "KiB")):
-    check("small files' units (%s)" % name, "src/schedule.h (%s)" % name,
-          lambda name=name: define("src/schedule.h", name),
+    check("small files' units (%s)" % name, "src/run/schedule.h (%s)" % name,
+          lambda name=name: define("src/run/schedule.h", name),
           [("docs/scheduling.md", pattern, lambda m, unit=unit: size(m.group(1), unit))])
 check("-j's maximum", "include/precompress.h (PC_JOBS_MAX)",
       lambda: define("include/precompress.h", "PC_JOBS_MAX"),
@@ -283,13 +285,13 @@ check("-j's maximum", "include/precompress.h (PC_JOBS_MAX)",
        (OPT, r"Compress N files at once, 1 to (\d+)\.", g1)])
 for name, pattern in (("FDS_PER_JOB", r"\((\d+) descriptors per job"),
                       ("LOOP_FDS", r"descriptors per job, (\d+) for\s+the loop")):
-    check("descriptors (%s)" % name, "src/machine.c (%s)" % name,
-          lambda name=name: define("src/machine.c", name),
+    check("descriptors (%s)" % name, "src/common/machine.c (%s)" % name,
+          lambda name=name: define("src/common/machine.c", name),
           [("docs/design.md", pattern, g1)])
 for name, pattern in (("POOL_STACK", r"libuv's (\d+) MiB thread stack"),
                       ("MEM_PER_JOB", r"thread stack plus (\d+) MiB")):
-    check("address space per job (%s)" % name, "src/machine.c (%s)" % name,
-          lambda name=name: define("src/machine.c", name),
+    check("address space per job (%s)" % name, "src/common/machine.c (%s)" % name,
+          lambda name=name: define("src/common/machine.c", name),
           [("docs/design.md", pattern, lambda m: size(m.group(1), "MiB"))])
 check("--shard's largest N", "src/cli/shard_env.c (SHARD_MAX)",
       lambda: define("src/cli/shard_env.c", "SHARD_MAX"),
@@ -303,50 +305,50 @@ check("--shard's largest N (the parser)", "src/cli/args.c",
 
 
 def levels():
-    rows = code("src/options.c", r"level_ranges\[\] = \{(.*?)\};")
+    rows = code("src/codec/options.c", r"level_ranges\[\] = \{(.*?)\};")
     got = [tuple(int(x) for x in r) for r in re.findall(r"\{(\d+), (\d+), (\d+), \"", rows)]
     if len(got) != 5:
-        raise NotFound("src/options.c: read %d rows of level_ranges, want 5" % len(got))
+        raise NotFound("src/codec/options.c: read %d rows of level_ranges, want 5" % len(got))
     return dict(zip(("zlib", "libdeflate", "zopfli", "brotli", "zstd"), got))
 
 
-check("gzip level range and default", "src/options.c (level_ranges, zlib)", lambda: levels()["zlib"],
+check("gzip level range and default", "src/codec/options.c (level_ranges, zlib)", lambda: levels()["zlib"],
       [(OPT, r"gzip \(deflate\) level, (\d+) to (\d+)\. Default: (\d+)\.",
         lambda m: tuple(map(int, m.groups())))])
-check("brotli quality range and default", "src/options.c (level_ranges, brotli)", lambda: levels()["brotli"],
+check("brotli quality range and default", "src/codec/options.c (level_ranges, brotli)", lambda: levels()["brotli"],
       [(OPT, r"Brotli quality, (\d+) to (\d+)\. Default: (\d+)\.", lambda m: tuple(map(int, m.groups())))])
-check("zstd level range and default", "src/options.c (level_ranges, zstd)", lambda: levels()["zstd"],
+check("zstd level range and default", "src/codec/options.c (level_ranges, zstd)", lambda: levels()["zstd"],
       [(OPT, r"zstd level, (\d+) to (\d+)\. Default: (\d+)\.", lambda m: tuple(map(int, m.groups())))])
-check("libdeflate's levels", "src/options.c (level_ranges, libdeflate)", lambda: levels()["libdeflate"],
+check("libdeflate's levels", "src/codec/options.c (level_ranges, libdeflate)", lambda: levels()["libdeflate"],
       [(OPT, r"libdeflate \(levels (\d+)\.\.(\d+), default (\d+):", lambda m: tuple(map(int, m.groups()))),
        (OPT, r"; (\d+)\.\.(\d+) with libdeflate \[(\d+)\]", lambda m: tuple(map(int, m.groups())))])
-check("zopfli's default iterations", "src/options.c (level_ranges, zopfli)", lambda: levels()["zopfli"][2],
+check("zopfli's default iterations", "src/codec/options.c (level_ranges, zopfli)", lambda: levels()["zopfli"][2],
       [(OPT, r"number of iterations, default (\d+):", g1), (OPT, r"iterations with zopfli \[(\d+)\]", g1)])
 for fmt, key, pattern in (("zlib", "gzip_level", r"- gzip: zlib, level (\d+),"),
                           ("brotli", "brotli_quality", r"- Brotli: quality (\d+),"),
                           ("zstd", "zstd_level", r"- zstd \(`--zstd`\): level (\d+),")):
-    check("%s's default level" % fmt, "src/options.c (level_ranges, %s)" % fmt,
+    check("%s's default level" % fmt, "src/codec/options.c (level_ranges, %s)" % fmt,
           lambda fmt=fmt: levels()[fmt][2],
           [(REF, pattern, g1), (OPT, r"%s = (\d+)" % key, g1)])
-check("brotli's window (log2)", "src/codec.c (BROTLI_PARAM_LGWIN)",
-      lambda: int(code("src/codec.c", r"BROTLI_PARAM_LGWIN, (\d+)\)")),
+check("brotli's window (log2)", "src/codec/codec.c (BROTLI_PARAM_LGWIN)",
+      lambda: int(code("src/codec/codec.c", r"BROTLI_PARAM_LGWIN, (\d+)\)")),
       [(REF, r"- Brotli: quality \d+, window (\d+),", g1),
        (REF, r"for brotli 10\.\.11, with its (\d+) MiB window",
         lambda m: (size(m.group(1), "MiB")).bit_length() - 1)])
-check("zstd's window", "src/codec.c (ZSTD_MAX_WLOG)",
-      lambda: 1 << define("src/codec.c", "ZSTD_MAX_WLOG"),
+check("zstd's window", "src/codec/codec.c (ZSTD_MAX_WLOG)",
+      lambda: 1 << define("src/codec/codec.c", "ZSTD_MAX_WLOG"),
       [(REF, r"a window of at most (\d+) MiB", lambda m: size(m.group(1), "MiB")),
        (REF, r"context with an (\d+) MiB window", lambda m: size(m.group(1), "MiB"))])
-check("zstd's multi-threaded mode from", "src/codec.h (PC__ZSTD_MT_MIN)",
-      lambda: define("src/codec.h", "PC__ZSTD_MT_MIN"),
+check("zstd's multi-threaded mode from", "src/codec/codec.h (PC__ZSTD_MT_MIN)",
+      lambda: define("src/codec/codec.h", "PC__ZSTD_MT_MIN"),
       [(REF, r"A file of (\d+) MiB or more is compressed in zstd's multi-threaded mode",
         lambda m: size(m.group(1), "MiB"))])
 
 # --- the keep rule, defaults, names ---------------------------------------------------------
 
-check("keep ratio", "src/options.c (ratio_num / ratio_den)",
-      lambda: (int(code("src/options.c", r"o->ratio_num = (\d+);")),
-               int(code("src/options.c", r"o->ratio_den = (\d+);"))),
+check("keep ratio", "src/codec/options.c (ratio_num / ratio_den)",
+      lambda: (int(code("src/codec/options.c", r"o->ratio_num = (\d+);")),
+               int(code("src/codec/options.c", r"o->ratio_den = (\d+);"))),
       [(REF, r"compressed_bytes \* (\d+) <= original_bytes \* (\d+)",
         lambda m: (int(m.group(2)), int(m.group(1)))),
        (REF, r"at the default `--max-ratio 0\.(\d\d)`", lambda m: (int(m.group(1)), 100)),
@@ -358,42 +360,42 @@ check("keep ratio", "src/options.c (ratio_num / ratio_den)",
         lambda m: (100 - int(m.group(1)), 100)),
        ("README.md", r"an output is kept when it is at most (\d+)% of the source",
         lambda m: (int(m.group(1)), 100))])
-check("default --min-size", "src/options.c (min_size)",
-      lambda: int(code("src/options.c", r"o->min_size = (\d+);")),
+check("default --min-size", "src/codec/options.c (min_size)",
+      lambda: int(code("src/codec/options.c", r"o->min_size = (\d+);")),
       [(OPT, r"min_size = (\d+)", g1), (OPT, r"Default: (\d+) \(empty files never get outputs", g1)])
-check("temp names' random part", "src/common.h (PC__TMP_RAND)",
-      lambda: define("src/common.h", "PC__TMP_RAND"),
+check("temp names' random part", "src/common/common.h (PC__TMP_RAND)",
+      lambda: define("src/common/common.h", "PC__TMP_RAND"),
       [(REF, r"named `\.NAME\.EXT\.(X+)\.tmp`", lambda m: len(m.group(1))),
        (REF, r"a temp file of it left by a killed run \(`\.FILE\.(X+)\.tmp`", lambda m: len(m.group(1))),
        (REF, r"`\.cache\.sqlite\.(X+)\.tmp`", lambda m: len(m.group(1)))])
-check("temp names' suffix", "src/common.h (PC__TMP_SUFFIX)",
-      lambda: define("src/common.h", "PC__TMP_SUFFIX"),
+check("temp names' suffix", "src/common/common.h (PC__TMP_SUFFIX)",
+      lambda: define("src/common/common.h", "PC__TMP_SUFFIX"),
       [(REF, r"named `\.NAME\.EXT\.X+(\.\w+)`", lambda m: m.group(1))])
 
 
 def skip_ext():
-    return re.findall(r'"([a-z0-9]+)"', code("src/options.c", r"default_skip_ext\[\] = \{(.*?)\};"))
+    return re.findall(r'"([a-z0-9]+)"', code("src/codec/options.c", r"default_skip_ext\[\] = \{(.*?)\};"))
 
 
-check("default skip list", "src/options.c (default_skip_ext)", skip_ext,
+check("default skip list", "src/codec/options.c (default_skip_ext)", skip_ext,
       [(REF, r"\(the default list; `--skip-ext` replaces it\): ((?:[a-z0-9]+ )+)The first",
         lambda m: m.group(1).split())])
-check("default skip list's length", "src/options.c (default_skip_ext)", lambda: len(skip_ext()),
+check("default skip list's length", "src/codec/options.c (default_skip_ext)", lambda: len(skip_ext()),
       [(REF, r"The first (\d+) are whitenoise's \(since 6\.3\); the other (\d+)",
         lambda m: number(m.group(1)) + number(m.group(2)))])
 
 
 def skip_names():
-    table = code("src/options.c", r"skip_names\[PC_SKIP_MAX_\] = \{(.*?)\};")
+    table = code("src/codec/options.c", r"skip_names\[PC_SKIP_MAX_\] = \{(.*?)\};")
     return [n for n in re.findall(r'"([a-z-]+)"', table) if n != "none"]
 
 
-check("skip reasons", "src/options.c (skip_names)", lambda: sorted(skip_names()),
+check("skip reasons", "src/codec/options.c (skip_names)", lambda: sorted(skip_names()),
       [(REF, r'"skipped":\{((?:"[a-z-]+":N,? ?)+)\}', lambda m: sorted(re.findall(r'"([a-z-]+)"', m.group(1))))])
-check("skip reasons (the table)", "src/options.c (skip_names)", lambda: sorted(skip_names()),
+check("skip reasons (the table)", "src/codec/options.c (skip_names)", lambda: sorted(skip_names()),
       [(REF, r"\| reason \| meaning \| \|---\|---\| (.*?) Not recorded at all",
         lambda m: sorted(re.findall(r"\| `([a-z-]+)` \|", m.group(1))))])
-check("skip reasons (how many)", "src/options.c (skip_names)", lambda: len(skip_names()),
+check("skip reasons (how many)", "src/codec/options.c (skip_names)", lambda: len(skip_names()),
       [(REF, r"by reason, all (\w+) keys always present", lambda m: WORDS[m.group(1)])])
 for name, status in (("EXIT_OK", 0), ("EXIT_FAILED", 1), ("EXIT_USAGE", 2)):
     check("exit status (%s)" % name, "src/cli/main.c (%s)" % name,

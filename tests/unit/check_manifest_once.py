@@ -2,18 +2,18 @@
 """The manifest is read by one parser and its schema written down once (issue 13).
 
 Fails when, in the library and the program's sources (src/, src/cli/):
-  - a file other than src/manifest_read.c includes <jansson.h>: parsing JSON is how a
+  - a file other than src/manifest/manifest_read.c includes <jansson.h>: parsing JSON is how a
     second manifest reader would start (the writer and every user go through
-    manifest_read.c's decoded header and lines). Two exceptions: for now, src/serverconf.c
+    manifest_read.c's decoded header and lines). Two exceptions: for now, src/serverconf/serverconf.c
     (server-config), which reads the files' "deltas" (issue 22) that the reader's lines do
-    not carry yet, and goes through the reader once they do; and src/djmanifest.c, which
+    not carry yet, and goes through the reader once they do; and src/manifest/djmanifest.c, which
     reads Django's staticfiles.json (another program's format, not a precompress manifest)
     to pair files by logical name;
   - a level key ("gzip_level", "brotli_quality", "zstd_level") is spelled as a string
-    anywhere but once: the spec's table pc__spec_fields in src/manifest_read.c;
+    anywhere but once: the spec's table pc__spec_fields in src/manifest/manifest_read.c;
   - a manifest key only the manifest has ("path_hex", "mtime_ns", "gzip_engine",
     "max_ratio", "min_size") is spelled as a string in a library file other than
-    src/manifest.c and src/manifest_read.c (the program's own --json lines, in
+    src/manifest/manifest.c and src/manifest/manifest_read.c (the program's own --json lines, in
     src/cli/, have keys of their own);
   - a function or table keeps an old duplicate's name: cmp_rec (the order of "files" is
     pc__manifest_cmp_rec), level_key, read_all/read_full/pread_all (pc__read_full).
@@ -24,13 +24,13 @@ import os
 import re
 import sys
 
-READER = "manifest_read.c"
+READER = "manifest/manifest_read.c"
 # Parses a manifest whole with jansson until manifest_read.c's lines carry "deltas".
-DELTAS_READER = "serverconf.c"
+DELTAS_READER = "serverconf/serverconf.c"
 # Reads Django's staticfiles.json, another program's format and not ours: no second
 # reader of precompress's manifest (issue 22, pairing by logical name).
-DJANGO_READER = "djmanifest.c"
-MODULE = {"manifest.c", READER, "manifest.h"}
+DJANGO_READER = "manifest/djmanifest.c"
+MODULE = {"manifest/manifest.c", READER, "manifest/manifest.h"}
 LEVEL_KEYS = ["gzip_level", "brotli_quality", "zstd_level"]
 LINE_KEYS = ["path_hex", "mtime_ns", "gzip_engine", "max_ratio", "min_size"]
 OLD_NAMES = ["cmp_rec", "level_key", "read_all", "read_full", "pread_all"]
@@ -66,7 +66,7 @@ def code_only(text):
 def main():
     src = sys.argv[1]
     files = {}
-    for d in (src, os.path.join(src, "cli")):
+    for d in sorted(os.path.join(src, f) for f in os.listdir(src) if os.path.isdir(os.path.join(src, f))):
         for name in sorted(os.listdir(d)):
             if name.endswith((".c", ".h")):
                 rel = os.path.relpath(os.path.join(d, name), src)
@@ -80,14 +80,14 @@ def main():
             if re.search(r"\b%s\b" % name, code):
                 failed.append("%s: '%s' is back (a second copy of what the manifest module or io.c has)"
                               % (rel, name))
-        if rel not in MODULE and "/" not in rel:
+        if rel not in MODULE and not rel.startswith("cli/"):
             for key in LINE_KEYS:
                 if '"%s"' % key in code:
-                    failed.append('%s spells the manifest key "%s": only src/manifest.c and src/%s may'
+                    failed.append('%s spells the manifest key "%s": only src/manifest/manifest.c and src/%s may'
                                   % (rel, key, READER))
     for key in LEVEL_KEYS:
         where = [(rel, code.count('"%s"' % key)) for rel, code in files.items() if '"%s"' % key in code]
-        if where != [("manifest_read.c", 1)]:
+        if where != [(READER, 1)]:
             failed.append('"%s" must be spelled once, in manifest_read.c\'s pc__spec_fields; found %s'
                           % (key, where or "nowhere"))
     if not files.get(READER) or "json_loadb" not in files[READER]:

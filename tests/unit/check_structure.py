@@ -1,27 +1,41 @@
 #!/usr/bin/python3
-"""Issues 13 and 24's structure checks, on the built library's objects and
-on src/ (src/cli/ included):
+"""The shape of src/ (src/cli/ included), checked on the built library's
+objects and on the sources:
 
-1. No circle between files at the symbol level: file A depends on file B
+1. No loop between files at the symbol level: file A depends on file B
    when one of A's undefined symbols is defined in B (nm), and no set of
-   files may depend on each other round a loop (the include graph alone
-   does not show one: run.c -> walk.c -> run.c was a circle of calls).
-2. No circle between modules at the include level. A module is a header
-   and the files that implement it: x.h with x.c beside it; a header
-   without a .c of its name belongs to the module whose files define the
-   functions it declares (storeint.h: the store's), or is a module of its
-   own when it declares none (work.h: types and inline helpers); a .c
-   without a header of its name belongs to the module whose header
-   declares its functions (setup.c, dispatch.c, record.c: run.h's).
-   Module A depends on B when a file of A includes a header of B (the
-   symbol check does not show one: a header's types are no symbols, and
-   manifest.c including run.h, whose run.c reads manifests, was a circle).
+   files may depend on each other round a loop. The include lines alone do
+   not show one: two files can call each other through headers that include
+   nothing of each other.
+2. No loop between modules at the include level. A module is a header and
+   the files that implement it: x.h with x.c beside it; a header without a
+   .c of its name belongs to the module whose files define the functions it
+   declares (store/storeint.h: the store's), or is a module of its own when
+   it declares none (work/work.h: types and inline helpers); a .c without a
+   header of its name belongs to the module whose header declares its
+   functions (run/setup.c, run/dispatch.c, run/record.c: run/run.h's).
+   Module A depends on B when a file of A includes a header of B. The
+   symbol check does not show this: a header's types are no symbols.
 3. No function in src/ longer than MAX_LINES, from the line that opens it
-   to its closing brace; the functions that were longer when this check came
-   are listed in LONG with the length they had, which they may not exceed
-   (each one split is taken off the list).
-4. No file in src/ longer than MAX_FILE_LINES lines (one job per file);
-   a file that must stay longer is listed in LONG_FILES with the reason.
+   to its closing brace; one that must stay longer is listed in LONG with
+   its length and the reason, a ceiling.
+4. The layers. Every file of src/ lives in a folder named in LAYERS, which
+   lists them lowest first, and a file includes (`#include "..."`) only
+   headers of its own folder and of folders listed before it. The library
+   spells each such include by its path from src/ ("fs/out.h"), also
+   within its own folder; the program's files (cli/), built with include/
+   and not src/ on their path, include their own headers beside them.
+   Headers outside src/ (precompress.h, the generated pc_config.h and
+   options_help.h) are not checked.
+5. The layers hold at the symbol level too: a folder depends on another
+   when a file in it uses a symbol that a file in the other defines (nm),
+   and no folders depend on each other round a loop, nor does a folder use
+   a symbol of a folder listed after it (a function declared in a lower
+   folder's header but defined higher up would pass 4 and fail here).
+
+Before reading the tree, the checks of 4 and 5 are run on a small made-up
+tree with a planted upward include, an unqualified include and a loop
+between folders; the script fails if they are not caught.
 
     check_structure.py NM OBJDIR SRCDIR
 """
@@ -34,16 +48,17 @@ import sys
 
 MAX_LINES = 80
 
-# Longer than MAX_LINES when the check came, with the length they had, a
-# ceiling: "file:function": lines. Issue 13 item 2 split them all; a function
-# that must stay longer is listed here with the reason.
+# Functions allowed past MAX_LINES, each a ceiling with the reason:
+# "folder/file.c:function": lines.
 LONG = {}
 
-MAX_FILE_LINES = 700
+# The folders of src/, lowest layer first (src/README.md): a file may use
+# its own folder and the folders before it.
+LAYERS = ["common", "fs", "codec", "store", "walk", "manifest", "serverconf", "work", "run", "cli"]
 
-# Files of src/ (relative to it) allowed past MAX_FILE_LINES, each with the
-# reason: "file": (ceiling, "why"). Issue 24 split them all.
-LONG_FILES = {}
+# Folders whose files include their own headers beside them, unqualified:
+# the program, which has only include/ (the public header) on its path.
+BESIDE = {"cli"}
 
 
 def symbols(nm, obj):
@@ -58,13 +73,15 @@ def symbols(nm, obj):
     return defined, undefined
 
 
-def circles(nm, objdir):
+def file_deps(nm, objdir, srcdir):
+    """(files, deps): the library's .c files (relative to srcdir) and file ->
+    the files whose symbols it uses. meson names the object of src/F/x.c
+    F_x.c.o; an object of no source found is reported by name."""
     objs = sorted(glob.glob(os.path.join(objdir, "*.o")))
-    if not objs:
-        return ["no objects in %s" % objdir]
+    source = {rel.replace("/", "_") + ".o": rel for rel in sources(srcdir) if rel.endswith(".c")}
     defs, undefs = {}, {}
     for o in objs:
-        name = os.path.basename(o)[:-len(".o")]
+        name = source.get(os.path.basename(o), os.path.basename(o))
         defs[name], undefs[name] = symbols(nm, o)
     owner = {s: f for f, d in defs.items() for s in d}
     deps = collections.defaultdict(set)
@@ -72,9 +89,13 @@ def circles(nm, objdir):
         for s in u:
             if s in owner and owner[s] != f:
                 deps[f].add(owner[s])
+    return sorted(defs), deps
+
+
+def circles(files, deps):
     return ["files that depend on each other round a loop: %s (%s)"
             % (" <-> ".join(c), "; ".join("%s -> %s" % (a, ", ".join(sorted(deps[a] & set(c)))) for a in c))
-            for c in loops(sorted(defs), deps)]
+            for c in loops(files, deps)]
 
 
 def loops(nodes, deps):
@@ -110,7 +131,7 @@ def loops(nodes, deps):
 
 
 def sources(srcdir):
-    """The C files of src/ and src/cli/, relative to srcdir."""
+    """The C files of src/ and its folders, relative to srcdir."""
     return sorted(os.path.relpath(p, srcdir) for p in
                   glob.glob(os.path.join(srcdir, "*.[ch]")) + glob.glob(os.path.join(srcdir, "*", "*.[ch]")))
 
@@ -158,37 +179,115 @@ def modules(srcdir, files):
     return mod, code
 
 
-def include_circles(srcdir):
-    files = sources(srcdir)
-    mod, code = modules(srcdir, files)
-    deps, why = collections.defaultdict(set), {}
+def includes(files, code):
+    """(file, line, spelled, path) for every `#include "..."` of files that
+    names a file of src/: path is that file, relative to src/, found as the
+    compiler finds it (beside the including file, then from src/). Includes
+    of headers outside src/ are left out."""
+    out = []
     for f in files:
-        for m in re.finditer(r'^\s*#\s*include\s*"([^"]+)"', code[f], re.M):
-            # Resolved as the compiler does: beside the file, then in src/.
-            for cand in (os.path.normpath(os.path.join(os.path.dirname(f), m.group(1))), m.group(1)):
-                if cand in mod:
-                    a, b = mod[f], mod[cand]
-                    if a != b:
-                        deps[a].add(b)
-                        why.setdefault((a, b), "%s includes %s" % (f, m.group(1)))
-                    break
+        for m in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', code[f], re.M):
+            line = code[f].count("\n", 0, m.start()) + 1
+            beside = os.path.normpath(os.path.join(os.path.dirname(f), m.group(1)))
+            if beside in code:
+                out.append((f, line, m.group(1), beside))
+            elif m.group(1) in code:
+                out.append((f, line, m.group(1), m.group(1)))
+    return out
+
+
+def include_circles(files, mod, code):
+    deps, why = collections.defaultdict(set), {}
+    for f, _, spelled, target in includes(files, code):
+        a, b = mod[f], mod[target]
+        if a != b:
+            deps[a].add(b)
+            why.setdefault((a, b), "%s includes %s" % (f, spelled))
     return ["modules that include each other round a loop: %s (%s)"
             % (" <-> ".join(c), "; ".join(why[(a, b)] for a in c for b in sorted(deps[a] & set(c))))
             for c in loops(sorted(set(mod.values())), deps)]
 
 
-def file_lengths(srcdir):
-    failed, seen = [], set()
-    for rel in sources(srcdir):
-        with open(os.path.join(srcdir, rel), encoding="utf-8", errors="replace") as f:
-            n = f.read().count("\n")
-        ceiling = LONG_FILES.get(rel, (MAX_FILE_LINES, ""))[0]
-        seen.add(rel)
-        if n > ceiling:
-            failed.append("src/%s is %d lines (at most %d): split it along its seams" % (rel, n, ceiling))
-    for rel in sorted(set(LONG_FILES) - seen):
-        failed.append("LONG_FILES lists %s, which no longer exists: take it off" % rel)
+def folder(rel):
+    return rel.split("/")[0] if "/" in rel else None
+
+
+def layer_rule(files, code):
+    """4. above, on files (paths relative to src/) and code (path -> text,
+    every file of src/ that an include may name)."""
+    failed = []
+    for f in files:
+        if folder(f) not in LAYERS:
+            failed.append("src/%s is in no folder of LAYERS: put it in its layer's folder "
+                          "(or name a new folder in LAYERS, in its place)" % f)
+    rank = {name: k for k, name in enumerate(LAYERS)}
+    for f, line, spelled, target in includes(files, code):
+        here, there = folder(f), folder(target)
+        if here not in rank or there not in rank:
+            continue
+        if rank[there] > rank[here]:
+            failed.append("src/%s:%d includes %s: %s/ is above %s/ (LAYERS), a lower layer uses "
+                          "no higher one" % (f, line, spelled, there, here))
+        elif spelled != target and here not in BESIDE:
+            failed.append('src/%s:%d includes "%s": spell it from src/ ("%s")' % (f, line, spelled, target))
     return failed
+
+
+def folder_rule(deps):
+    """5. above, on deps (file -> the files whose symbols it uses)."""
+    rank = {name: k for k, name in enumerate(LAYERS)}
+    fdeps, why = collections.defaultdict(set), {}
+    for a in sorted(deps):
+        for b in sorted(deps[a]):
+            fa, fb = folder(a), folder(b)
+            if fa != fb:
+                fdeps[fa].add(fb)
+                why.setdefault((fa, fb), "%s uses %s" % (a, b))
+    failed = ["folders that use each other's symbols round a loop: %s (%s)"
+              % (" <-> ".join(c), "; ".join(why[(a, b)] for a in c for b in sorted(fdeps[a] & set(c))))
+              for c in loops(sorted(set(fdeps) | {b for v in fdeps.values() for b in v}), fdeps)]
+    for (fa, fb), w in sorted(why.items()):
+        if fa in rank and fb in rank and rank[fb] > rank[fa]:
+            failed.append("%s: %s/ uses a symbol of %s/, a folder above it (LAYERS)" % (w, fa, fb))
+    return failed
+
+
+def self_test():
+    """4. and 5. on a made-up tree: each planted fault is caught, and the
+    tree without them passes."""
+    code = {
+        "common/common.h": "",
+        "common/buf.c": '#include "common/common.h"\n',
+        "fs/out.h": '#include "common/common.h"\n',
+        "fs/out.c": '#include "fs/out.h"\n',
+        "run/run.h": '#include "fs/out.h"\n',
+        "run/run.c": '#include "run/run.h"\n#include "precompress.h"\n',
+        "cli/args.h": "",
+        "cli/main.c": '#include "args.h"\n#include "precompress.h"\n',
+    }
+    problems = []
+    if layer_rule(sorted(code), code):
+        problems.append("a tree that keeps the rule fails it: %s" % layer_rule(sorted(code), code))
+    planted = dict(code)
+    planted["common/buf.c"] += '#include "run/run.h"\n'
+    planted["fs/out.c"] += '#include "out.h"\n'
+    planted["stray.c"] = ""
+    got = layer_rule(sorted(planted), planted)
+    for want in ("src/common/buf.c:2 includes run/run.h", 'src/fs/out.c:2 includes "out.h"', "src/stray.c"):
+        if not any(g.startswith(want) for g in got):
+            problems.append("layer rule: %r not caught (got %s)" % (want, got))
+    if len(got) != 3:
+        problems.append("layer rule: 3 faults planted, %d reported: %s" % (len(got), got))
+    ok = {"fs/out.c": {"common/buf.c"}, "run/run.c": {"fs/out.c", "common/buf.c"}}
+    if folder_rule(collections.defaultdict(set, ok)):
+        problems.append("folders that use each other one way fail: %s" % folder_rule(collections.defaultdict(set, ok)))
+    # No two files in a loop, but common/ and fs/ use each other.
+    loop = dict(ok, **{"common/io.c": {"fs/below.c"}})
+    got = folder_rule(collections.defaultdict(set, loop))
+    if not any(g.startswith("folders that use each other's symbols round a loop: common <-> fs") for g in got) \
+            or not any("common/ uses a symbol of fs/" in g for g in got):
+        problems.append("folder rule: the loop common <-> fs not caught (got %s)" % got)
+    return ["self-test: " + p for p in problems]
 
 
 def functions(path):
@@ -237,10 +336,20 @@ def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     nm, objdir, srcdir = sys.argv[1:]
-    failed = circles(nm, objdir) + include_circles(srcdir) + lengths(srcdir) + file_lengths(srcdir)
+    failed = self_test()
+    files, deps = file_deps(nm, objdir, srcdir)
+    if not files:
+        failed.append("no objects in %s" % objdir)
+    unknown = [f for f in files if not f.endswith(".c")]
+    failed += ["%s: an object of no source in src/ (is it named as meson names them?)" % f for f in unknown]
+    src = sources(srcdir)
+    mod, code = modules(srcdir, src)
+    failed += (circles(files, deps) + include_circles(src, mod, code) + lengths(srcdir)
+               + layer_rule(src, code) + folder_rule(deps))
     for f in failed:
         print("check_structure: " + f)
-    print("check_structure: %d problem(s)" % len(failed))
+    print("check_structure: %d files, %d objects, %d layers; %d problem(s)"
+          % (len(src), len(files), len(LAYERS), len(failed)))
     sys.exit(1 if failed else 0)
 
 

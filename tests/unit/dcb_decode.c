@@ -5,8 +5,8 @@
  * "cannot decode here". The test side of .dcb (tests/test_deltas.py):
  * Debian 12's brotli tools and Python module cannot decode one.
  */
-#include "common.h"
-#include "sha256.h"
+#include "common/common.h"
+#include "common/sha256.h"
 
 #include <stdio.h>
 #include <stdlib.h>

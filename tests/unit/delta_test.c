@@ -1,10 +1,10 @@
 /* SHA-256 against FIPS 180-4's vectors, and the .dcb/.dcz encoders
- * (src/delta.c) decoded by the codecs' own decoders with the dictionary:
+ * (src/codec/delta.c) decoded by the codecs' own decoders with the dictionary:
  * the RFC 9842 header (magic, the dictionary's SHA-256), the window
  * limits, and a delta far smaller than the file compressed alone.
  */
-#include "delta.h"
-#include "sha256.h"
+#include "codec/delta.h"
+#include "common/sha256.h"
 
 #include <brotli/decode.h>
 #include <stdio.h>

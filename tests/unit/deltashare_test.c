@@ -2,7 +2,7 @@
  * rejection's limit), the first result for a key stands, keys differing in
  * any part are apart, and nothing past the budget is kept.
  */
-#include "deltashare.h"
+#include "work/deltashare.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* Name templates (src/dictname.c): which part of a name is a build tool's
+/* Name templates (src/codec/dictname.c): which part of a name is a build tool's
  * content hash, for pairing a file with its predecessor. */
-#include "dictname.h"
+#include "codec/dictname.h"
 
 #include <errno.h>
 #include <string.h>

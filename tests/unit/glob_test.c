@@ -3,7 +3,7 @@
  */
 #include <stdio.h>
 
-#include "glob.h"
+#include "common/glob.h"
 
 static int failures;
 static int checks;

@@ -1,8 +1,8 @@
-/* The default memory limit (src/machine.c) read from a /proc and a /sys the
- * test lays out itself: cgroup v2 limits at any level, memory.high, cgroup
+/* The default memory limit (src/common/machine.c) read from a /proc and a /sys
+ * the test lays out itself: cgroup v2 limits at any level, memory.high, cgroup
  * v1, MemAvailable, an rlimit; the smallest wins and the limit is half.
  */
-#include "machine.h"
+#include "common/machine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

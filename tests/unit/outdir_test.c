@@ -1,9 +1,9 @@
-/* pc__out_dir() (src/out.c), --output-dir's way down its tree, on a real
+/* pc__out_dir() (src/fs/out.c), --output-dir's way down its tree, on a real
  * scratch directory: components made only when asked, EEXIST fine, and a
  * symlink or a file on the way never followed (PC_EOUTLINK), whatever it
  * points to.
  */
-#include "out.h"
+#include "fs/out.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -1,10 +1,10 @@
-/* pc__prev_load (src/prev.c, over src/manifest_read.c) with "files" parsed
- * in parts on threads: the table must be the one a single pass makes,
- * whatever the parts' guessed starts hit (a line, a nested object on a line
- * of its own, something after the array) and wherever a bad line or a
+/* pc__prev_load (src/manifest/prev.c, over src/manifest/manifest_read.c) with
+ * "files" parsed in parts on threads: the table must be the one a single pass
+ * makes, whatever the parts' guessed starts hit (a line, a nested object on a
+ * line of its own, something after the array) and wherever a bad line or a
  * duplicate falls.
  */
-#include "prev.h"
+#include "manifest/prev.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-/* The scheduler (src/schedule.c) alone: which unit starts, and when, for a
+/* The scheduler (src/run/schedule.c) alone: which unit starts, and when, for a
  * given memory limit. Units are bare jobs with a weight and a memory
  * estimate; "running" one is holding it until the test says it is done.
  */
-#include "schedule.h"
+#include "run/schedule.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
-/* The filter chain (src/select.c) alone: made-up entries, listings and
+/* The filter chain (src/walk/select.c) alone: made-up entries, listings and
  * stats in, verdicts out. No file is touched: select.c never calls the
  * system, and this test would not notice if it tried to, so it gives it
  * nothing that exists.
  */
-#include "select.h"
+#include "walk/select.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  *     pin, every lookup sees the last commit;
  *   - unpin without pin, a NULL store, a pin taken twice: nothing happens.
  */
-#include "store.h"
+#include "store/store.h"
 
 #include "expect.h"
 

@@ -1,0 +1,96 @@
+/* RFC 9842's dictionary-compressed outputs: a file compressed against its
+ * predecessor (the dictionary), whole, in one call.
+ *
+ *   .dcb  FF 44 43 42, SHA-256(dictionary), then a brotli stream made with
+ *         the dictionary as a raw shared dictionary (brotli >= 1.1);
+ *         window at most 16 MiB (lgwin <= 24, never large-window).
+ *   .dcz  5E 2A 4D 18 20 00 00 00 (a zstd skippable frame of 32 bytes),
+ *         SHA-256(dictionary), then a zstd frame made with the dictionary
+ *         as raw content (a prefix); window at most max(8 MiB, 1.25 x the
+ *         dictionary), never over 128 MiB.
+ */
+#ifndef PC_DELTA_H
+#define PC_DELTA_H
+
+#include "common/common.h"
+#include "common/sha256.h"
+
+typedef enum pc__delta {
+  PC__DCB = 0,
+  PC__DCZ = 1,
+  PC__NDELTAS = 2
+} pc__delta_t;
+
+/* The header's length: magic and hash. */
+#define PC__DCB_HEADER (4 + PC__SHA256_LEN)
+#define PC__DCZ_HEADER (8 + PC__SHA256_LEN)
+
+/* The largest dictionary each can use whole (the RFC's window limits): a
+ * dcb's window is at most 16 MiB; a dcz's at most 128 MiB, and a prefix
+ * is only reachable within the window. */
+#define PC__DCB_DICT_MAX ((uint64_t)16 << 20)
+#define PC__DCZ_DICT_MAX ((uint64_t)128 << 20)
+
+/* 1 when this build can write f: dcz with zstd, dcb with brotli >= 1.1. */
+int pc__delta_available(pc__delta_t f);
+
+/* NAME.<id>.dcb or .dcz: the name of the delta in format f of the file
+ * named `name`, made against the dictionary whose SHA-256 is `hash` (<id>:
+ * its first 16 hex digits, lower case), into out (NAME_MAX + 1 bytes). 0,
+ * or -ENAMETOOLONG.
+ */
+int pc__delta_name(const char *name, const unsigned char *hash, int f,
+                   char *out);
+
+/* The mtime of a delta in format f against the dictionary of
+ * --dictionary-from DIR `from`: its file's, later by 1 + 2 * from + f whole
+ * seconds. Servers make ETags from mtime and size (nginx, Apache, Caddy),
+ * and all of a file's outputs answer one URL: two deltas of one size and
+ * mtime would share an ETag, and a request holding one dictionary that
+ * revalidates with another's delta's ETag would get a 304 and keep a body
+ * it cannot decode. Whole seconds, as nginx counts them; a copy that keeps
+ * times to the microsecond or the second keeps the difference whole.
+ */
+#define PC__DELTA_MTIME_MAX (2 * PC_DICT_DIRS_MAX)
+static inline struct timespec pc__delta_mtime(struct timespec file,
+                                              unsigned from, int f) {
+  file.tv_sec += 1 + 2 * (time_t)from + f;
+  return file;
+}
+
+/* 1 when `delta` is a delta's mtime for a file whose mtime is `file`: later
+ * by a whole 1 to PC__DELTA_MTIME_MAX seconds (what a run that does not
+ * know the delta's DIR can tell). */
+static inline int pc__delta_mtime_fits(struct timespec file,
+                                       struct timespec delta) {
+  return delta.tv_nsec == file.tv_nsec && delta.tv_sec > file.tv_sec &&
+         delta.tv_sec - file.tv_sec <= PC__DELTA_MTIME_MAX;
+}
+
+/* The delta format named `s` ("dcb", "dcz"), or -1. */
+int pc__delta_format_named(const char *s);
+
+/* The reason named `s` (pc_delta_skip_name()), or -1. */
+int pc__delta_skip_named(const char *s);
+
+/* ".dcb" or ".dcz". */
+const char *pc__delta_ext(pc__delta_t f);
+
+/* 0 when a dictionary of dict_size bytes is within f's limits, else
+ * PC_EDICTWINDOW. */
+int pc__delta_fits(pc__delta_t f, uint64_t dict_size);
+
+/* What compressing takes at its peak (encoder state, not the input, the
+ * dictionary or the output), for the scheduler's memory budget. */
+uint64_t pc__delta_mem(pc__delta_t f, int level, uint64_t dict_size,
+                       uint64_t in_size);
+
+/* Appends to `out` the whole .dcb or .dcz of in[0..n) against dict[0..dn)
+ * whose SHA-256 is `hash`, at `level` (brotli quality 0..11, zstd 1..19).
+ * 0, -ENOMEM, PC_EDICTWINDOW (over the limits), PC_ENOZSTD or PC_ENODCB
+ * (this build cannot), or PC_ECODEC. */
+int pc__delta_compress(pc__delta_t f, int level, const unsigned char *dict,
+                       size_t dn, const unsigned char hash[PC__SHA256_LEN],
+                       const unsigned char *in, size_t n, pc__buf_t *out);
+
+#endif /* PC_DELTA_H */

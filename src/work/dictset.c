@@ -1,0 +1,255 @@
+/* The files of earlier releases and a file's predecessor among them
+ * (dictset.h). Listed through no symlink: a directory below a
+ * --dictionary-from DIR is entered only as a directory (O_NOFOLLOW), and a
+ * symlink is kept as a name the worker refuses to read (PC_DSKIP_LINK),
+ * so that the pairing is the same whatever the link points to.
+ */
+#include "work/dictset.h"
+
+#include "codec/dictname.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Deeper than this is a tree no release has: told, not listed. */
+#define DEPTH_MAX 64
+
+typedef struct lister {
+  pc__dictset_t *s;
+  unsigned dir;
+  pc__dictset_err_t err;
+  void *ctx;
+  const char *top; /* the directory as given, for messages */
+} lister_t;
+
+static void tell(const lister_t *l, const char *rel, int code) {
+  char *p = rel[0] != '\0' ? pc__path_join(l->top, rel) : NULL;
+  l->err(l->ctx, p != NULL ? p : l->top, code);
+  free(p);
+}
+
+/* A name of ours, or one no release serves as itself: not a dictionary. */
+static int not_a_source(const char *name) {
+  size_t n = strlen(name), b;
+  return pc__is_temp_name(name) || pc__output_format_of(name, n) >= 0 ||
+         pc__delta_output_name(name, n, &b);
+}
+
+static int add(const lister_t *l, const char *rel, const char *name,
+               const struct stat *st, int link) {
+  pc__dictset_t *s = l->s;
+  pc__dictfile_t *f;
+  char k[NAME_MAX + 1];
+  int kl;
+
+  if (PC__GROW(s->files, s->n, s->cap, 256) != 0)
+    return -ENOMEM;
+  f = &s->files[s->n];
+  memset(f, 0, sizeof(*f));
+  kl = pc__dictname_key(s->tmpls, s->ntmpls, name, k, sizeof(k));
+  if ((f->rel = pc__path_join(rel, name)) == NULL ||
+      (f->key = pc__path_join(rel, kl > 0 ? k : name)) == NULL) {
+    free(f->rel);
+    return -ENOMEM;
+  }
+  f->dir = l->dir;
+  f->link = link;
+  f->size = link ? 0 : (uint64_t)st->st_size;
+  f->mtime_ns = pc__ns(st->st_mtim);
+  s->n++;
+  return 0;
+}
+
+/* Lists the directory open at fd (taken: closed here), rel below the top. */
+static int list(const lister_t *l, int fd, const char *rel, int depth) {
+  DIR *d = fdopendir(fd);
+  struct dirent *e;
+  int err = 0;
+
+  if (d == NULL) {
+    tell(l, rel, PC__ERRNO());
+    close(fd);
+    return 0;
+  }
+  while (err == 0 && (errno = 0, e = readdir(d)) != NULL) {
+    struct stat st;
+    const char *name = e->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || not_a_source(name))
+      continue;
+    if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      char *p = pc__path_join(rel, name);
+      if (errno != ENOENT) /* gone since readdir: nothing to pair */
+        tell(l, p != NULL ? p : rel, PC__ERRNO());
+      free(p);
+      continue;
+    }
+    if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+      err = add(l, rel, name, &st, S_ISLNK(st.st_mode));
+    } else if (S_ISDIR(st.st_mode)) {
+      char *sub = pc__path_join(rel, name);
+      int sfd;
+      if (sub == NULL) {
+        err = -ENOMEM;
+      } else if (depth >= DEPTH_MAX) {
+        tell(l, sub, -ELOOP);
+      } else if ((sfd = openat(dirfd(d), name,
+                               O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                   O_CLOEXEC)) < 0) {
+        tell(l, sub, PC__ERRNO());
+      } else {
+        err = list(l, sfd, sub, depth + 1);
+      }
+      free(sub);
+    }
+  }
+  if (err == 0 && errno != 0)
+    tell(l, rel, PC__ERRNO());
+  closedir(d);
+  return err;
+}
+
+static int cmp_rel(const void *a, const void *b) {
+  const pc__dictfile_t *x = a, *y = b;
+  if (x->dir != y->dir)
+    return x->dir < y->dir ? -1 : 1;
+  return strcmp(x->rel, y->rel);
+}
+
+static int cmp_key(const void *a, const void *b) {
+  const pc__dictfile_t *x = *(pc__dictfile_t *const *)a;
+  const pc__dictfile_t *y = *(pc__dictfile_t *const *)b;
+  int c;
+  if (x->dir != y->dir)
+    return x->dir < y->dir ? -1 : 1;
+  if ((c = strcmp(x->key, y->key)) != 0)
+    return c;
+  if (x->mtime_ns != y->mtime_ns) /* the newest first */
+    return x->mtime_ns > y->mtime_ns ? -1 : 1;
+  return strcmp(x->rel, y->rel);
+}
+
+int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
+                     const struct pc__root *roots, uint32_t nroots,
+                     pc__dictset_err_t err, void *ctx, unsigned *bad) {
+  unsigned d;
+  size_t i;
+  int e = 0;
+
+  memset(s, 0, sizeof(*s));
+  s->ndirs = o->n_dict_dirs;
+  for (d = 0; d < PC_DICT_DIRS_MAX; d++)
+    s->fd[d] = -1;
+  if (o->n_dict_names > 0) {
+    s->tmpls = o->dict_names;
+    s->ntmpls = o->n_dict_names;
+  } else {
+    s->tmpls = pc__dictname_defaults;
+    for (s->ntmpls = 0; s->tmpls[s->ntmpls] != NULL; s->ntmpls++)
+      ;
+  }
+  for (d = 0; e == 0 && d < s->ndirs; d++) {
+    lister_t l = {s, d, err, ctx, o->dict_dirs[d]};
+    int fd = open(o->dict_dirs[d], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int ld;
+    if (fd < 0 && errno == ENOENT)
+      continue; /* no earlier release (a first build): none of its files */
+    if (fd < 0 || (ld = dup(fd)) < 0) {
+      e = PC__ERRNO();
+      *bad = d;
+      if (fd >= 0)
+        close(fd);
+      break;
+    }
+    s->fd[d] = fd;
+    e = list(&l, ld, "", 0);
+  }
+  if (e == 0 && s->n > 0) {
+    qsort(s->files, s->n, sizeof(*s->files), cmp_rel);
+    if ((s->bykey = malloc(s->n * sizeof(*s->bykey))) == NULL) {
+      e = -ENOMEM;
+    } else {
+      for (i = 0; i < s->n; i++)
+        s->bykey[i] = &s->files[i];
+      qsort(s->bykey, s->n, sizeof(*s->bykey), cmp_key);
+    }
+  }
+  if (e == 0)
+    e = pc__djset_open(&s->dj, o, s->fd, roots, nroots, err, ctx);
+  if (e != 0)
+    pc__dictset_free(s);
+  return e;
+}
+
+void pc__dictset_free(pc__dictset_t *s) {
+  size_t i;
+  unsigned d;
+
+  for (i = 0; i < s->n; i++) {
+    free(s->files[i].rel);
+    free(s->files[i].key);
+  }
+  free(s->files);
+  free(s->bykey);
+  pc__djset_free(&s->dj);
+  for (d = 0; d < s->ndirs; d++) /* a zeroed set has none */
+    if (s->fd[d] >= 0)
+      close(s->fd[d]);
+  memset(s, 0, sizeof(*s));
+  for (d = 0; d < PC_DICT_DIRS_MAX; d++)
+    s->fd[d] = -1;
+}
+
+const pc__dictfile_t *pc__dictset_find(const pc__dictset_t *s, unsigned dir,
+                                       uint32_t root, const char *rel,
+                                       size_t dirlen, const char *base) {
+  pc__dictfile_t probe;
+  const pc__dictfile_t *hit, *pp = &probe;
+  const char *named = pc__djset_find(&s->dj, dir, root, rel);
+  char k[NAME_MAX + 1], key[PATH_MAX];
+  size_t lo = 0, hi = s->n;
+  int kl;
+
+  if (s->n == 0 || s->fd[dir] < 0)
+    return NULL;
+  memset(&probe, 0, sizeof(probe));
+  probe.dir = dir;
+  /* The manifests' pairing first; a name they give that DIR lacks pairs
+   * nothing: the name rules decide.
+   */
+  probe.rel = (char *)(named != NULL ? named : rel);
+  if ((hit = bsearch(&probe, s->files, s->n, sizeof(*s->files), cmp_rel)) !=
+      NULL)
+    return hit;
+  probe.rel = (char *)rel;
+  if (named != NULL && (hit = bsearch(&probe, s->files, s->n, sizeof(*s->files),
+                                      cmp_rel)) != NULL)
+    return hit;
+  kl = pc__dictname_key(s->tmpls, s->ntmpls, base, k, sizeof(k));
+  if (kl <= 0) /* no hash in the name: only the same path pairs */
+    return NULL;
+  if (dirlen + 1 + (size_t)kl + 1 > sizeof(key))
+    return NULL;
+  memcpy(key, rel, dirlen);
+  key[dirlen] = '/';
+  memcpy(key + (dirlen > 0 ? dirlen + 1 : 0), k, (size_t)kl + 1);
+  /* The first of (dir, key): the newest of those with that key. */
+  probe.key = key;
+  probe.mtime_ns = INT64_MAX;
+  probe.rel = "";
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cmp_key(&s->bykey[mid], &pp) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < s->n && s->bykey[lo]->dir == dir &&
+      strcmp(s->bykey[lo]->key, key) == 0)
+    return s->bykey[lo];
+  return NULL;
+}
