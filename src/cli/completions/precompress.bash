@@ -6,7 +6,7 @@ _precompress() {
 
   local opts="--no-gzip --no-brotli --zstd --formats --gzip-level --gzip-engine
     --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
-    --exclude --follow --force --fsync --shard --cache-dir --cache-max-size --memory-limit
+    --exclude --files-from --follow --force --fsync --shard --cache-dir --cache-max-size --memory-limit
     --jobs -j --manifest --output-dir --dictionary-from --dictionary-name
     --django-manifest --deltas
     --dry-run -n --check --quiet -q --verbose -v
@@ -65,6 +65,9 @@ _precompress() {
       return ;;
     --cache-dir | --output-dir | --dictionary-from)
       _filedir -d
+      return ;;
+    --files-from)
+      _filedir
       return ;;
     --max-ratio | --min-size | --skip-ext | --include | --exclude | \
       --cache-max-size | --memory-limit | --jobs | -j | --dictionary-name)
