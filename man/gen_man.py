@@ -477,7 +477,19 @@ def man_page(template, options_md, reference_md, version):
     left = re.findall(r"@[A-Z]+[^@\n]*@", text)
     if left:
         raise SourceError("%s: placeholders left: %s" % (template, ", ".join(sorted(set(left)))))
+    repo = [(k + 1, l) for k, l in enumerate(text.split("\n"))
+            if not l.startswith('.\\"') and REPO_PATH.search(l)]
+    if repo:
+        raise SourceError("the page names files of the source tree, which an installed program does "
+                          "not have (leave them out of the page with <!-- man: omit -->): %s"
+                          % "; ".join("line %d: %s" % kl for kl in repo[:5]))
     return text
+
+
+# What names a file of the source tree (docs/deltas.md, tests/..., README.md) or a tracker's
+# issue: none of it ships with the program, so the page that does must not send its reader there.
+REPO_PATH = re.compile(r"\b(?:docs|tests|examples|bench|\.ci)/|\.md\b|README"
+                       r"|\b[Ii]ssue \d")
 
 
 def default_paths(template):

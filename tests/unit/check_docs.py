@@ -23,6 +23,7 @@ import importlib.util
 import os
 import re
 import subprocess
+import tempfile
 import sys
 
 prog, gen_path, options_md, manpage, readme_path, args_c, gen_man_path, reference_md, *rest = sys.argv[1:]
@@ -160,6 +161,34 @@ if others:
     fail("man page: sections that come from nowhere: %s" % others)
 if len(taken) < 15:
     fail("%s: read only %d sections for the man page" % (reference_md, len(taken)))
+
+# --- the man page is the installed program's ------------------------------------
+# Its SYNOPSIS names every subcommand main() takes, and it names no file of the source tree
+# (gen_man.py refuses one at build time: tried here on a reference that has one).
+
+with open(os.path.join(os.path.dirname(args_c), "main.c")) as f:
+    subcommands = sorted(set(re.findall(r'strcmp\(argv\[1\], "([a-z-]+)"\)', f.read())))
+synopsis = mantext.split(".SH SYNOPSIS", 1)[1].split("\n.SH ", 1)[0].replace("\\-", "-")
+if len(subcommands) < 2:
+    fail("main.c: found only the subcommands %s" % subcommands)
+for sub in subcommands:
+    if "precompress " + sub not in synopsis:
+        fail("man page: SYNOPSIS lacks 'precompress %s'" % sub)
+for k, line in enumerate(mantext.split("\n")):
+    if not line.startswith('.\\"') and gen_man.REPO_PATH.search(line):
+        fail("man page:%d names a file of the source tree: %s" % (k + 1, line))
+planted = os.path.join(tempfile.mkdtemp(), "reference.md")
+with open(reference_md, encoding="utf-8") as f:
+    text = f.read()
+with open(planted, "w", encoding="utf-8") as f:
+    f.write(text.replace("\n## Output\n", "\n## Output\n\nSee docs/deltas.md for more.\n", 1))
+try:
+    gen_man.man_page(os.path.join(os.path.dirname(gen_man_path), "precompress.1.in"), options_md,
+                     planted, "0")
+    fail("gen_man.py took a reference that names docs/deltas.md in the page")
+except gen_man.SourceError as e:
+    if "docs/deltas.md" not in str(e):
+        fail("gen_man.py refused the planted name for another reason: %s" % e)
 
 
 def words(text):
