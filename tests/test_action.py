@@ -425,7 +425,7 @@ class Unsupported(Base):
                               ("Windows", "X64")):
                 job = self.job(self.http_with(srv, args="dist/"), runner={"os": os_, "arch": arch})
                 res = self.assertFailed(job, "no precompress release binary for a %s %s runner" % (os_, arch))
-                for part in (UNSUPPORTED, "pip install precompress", "build from source"):
+                for part in (UNSUPPORTED, "build from source", "WSL or in a Linux container"):
                     self.assertIn(part, res.stdout)
         self.assertEqual(srv.requests, [], "an unsupported runner downloaded something")
 

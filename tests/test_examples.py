@@ -1734,7 +1734,9 @@ class ReadmeChroot(ChrootBase):
 
         run_block(srv.url)
         self.assertReleaseInstalled(os.path.join(root, "usr/local/bin/precompress"), rel, version, srv)
-        self.assertTrue(os.path.isfile(os.path.join(root, "usr/local/share/man/man1/precompress.1")))
+        for installed in ("man/man1/precompress.1", "bash-completion/completions/precompress",
+                          "zsh/site-functions/_precompress", "fish/vendor_completions.d/precompress.fish"):
+            self.assertTrue(os.path.isfile(os.path.join(root, "usr/local/share", installed)), installed)
         self.in_root(root, "precompress --version | grep -F 'precompress %s'" % version, what="--version")
         self.compresses(root)
         # A tarball that is not the one SHA256SUMS lists: nothing is installed.

@@ -262,7 +262,7 @@ class Pip(PCTestCase):
     def test_doc_shows_the_commands(self):
         with open(os.path.join(SOURCE, "docs", "django.md")) as f:
             doc = f.read()
-        self.assertTrue("\npython3 -m venv --system-site-packages venv\n%s\n" % INSTALL_CLONE in doc,
+        self.assertTrue("\n/usr/bin/python3 -m venv --system-site-packages venv\n%s\n" % INSTALL_CLONE in doc,
                         "docs/django.md does not show %r" % INSTALL_CLONE)
         release = "`venv/bin/pip install %s`" % INSTALL_RELEASE.replace("/tmp/release", "DIR")
         self.assertTrue(release in " ".join(doc.split()), "docs/django.md does not show %r" % release)

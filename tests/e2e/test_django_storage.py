@@ -2,8 +2,9 @@
 """End to end: precompress's Django storages, installed the way docs/django.md says.
 
 Once (setUpModule): this source tree is copied (without build directories) and
-docs/django.md's install commands run in the copy as they are, with Debian's
-python3 first on PATH: a venv with --system-site-packages (Debian's Django and
+docs/django.md's install commands run in the copy as they are, with PATH as the test
+found it (the commands name Debian's /usr/bin/python3 themselves; a pyenv python3 first on
+PATH must not matter): a venv with --system-site-packages (Debian's Django and
 whitenoise) and `venv/bin/pip install '.[django]'` (pip's build isolation on, its
 default), which builds the static program. The clone must be left as it was, but for venv/.
 
@@ -51,7 +52,7 @@ DOC = os.path.join(SOURCE, "docs", "django.md")
 CLIENT = os.path.join(HERE, "test_django.py")  # its --client mode: requests through Django's test client
 
 # docs/django.md's install commands, run as they are in a copy of the clone.
-INSTALL = ["python3 -m venv --system-site-packages venv",
+INSTALL = ["/usr/bin/python3 -m venv --system-site-packages venv",
            "venv/bin/pip install '.[django]'"]
 
 OURS = "precompress.django.CompressedManifestStaticFilesStorage"
@@ -105,8 +106,7 @@ def setUpModule():
                     ignore=lambda d, names: [n for n in names if d == SOURCE and
                                              (n.startswith("build") or n in (".git", "builddir"))])
     before = snapshot(clone)
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # Debian's python3
+    env = dict(os.environ)  # PATH as it is: the commands name Debian's python3 themselves
     env.setdefault("PRECOMPRESS_BUILD_JOBS", "2")  # a shared machine
     for command in INSTALL:
         p = subprocess.run(command, shell=True, cwd=clone, env=env, stdin=subprocess.DEVNULL,
