@@ -54,6 +54,7 @@ class Reference:
     def __init__(self):
         self.preamble = Group("Preamble")
         self.postamble = Group("Postamble")
+        self.short = Group("Short")  # -h: its help text alone
         self.groups = []
         self.readme_values = {}
 
@@ -106,11 +107,13 @@ def parse(path):
                 group = ref.preamble
             elif text == "Postamble":
                 group = ref.postamble
+            elif text == "Short":
+                group = ref.short
             else:
                 group = Group(text)
                 ref.groups.append(group)
         elif kind == "h3":
-            if group is None or group in (ref.preamble, ref.postamble):
+            if group is None or group in (ref.preamble, ref.postamble, ref.short):
                 raise SourceError("line %d: an option outside an option group" % line)
             option, label = Option(text, line), None
             for name in filter(None, (option.short, option.long)):
@@ -135,15 +138,17 @@ def parse(path):
                 option.help = text
             elif option is not None and label == "man":
                 option.man = text
-            elif option is None and label == "help" and group in (ref.preamble, ref.postamble):
+            elif option is None and label == "help" and group in (ref.preamble, ref.postamble, ref.short):
                 group.help = text
             elif option is None and label == "man":
                 group.man = text
-            elif label == "man after" and group not in (ref.preamble, ref.postamble):
+            elif label == "man after" and group not in (ref.preamble, ref.postamble, ref.short):
                 group.man_after = text
             else:
                 raise SourceError("line %d: a block with no place (label %r)" % (line, label))
             label = None
+    if not ref.short.help:
+        raise SourceError("no Short help (what -h prints)")
     for o in ref.options():
         if not o.help:
             raise SourceError("line %d: %s has no help text" % (o.line, o.spec))
@@ -220,6 +225,12 @@ def help_include(ref):
         out.append("  {" + "\n   ".join(lits) + ",")
         out.append("   %s}," % enum(name))
     out.append("};")
+    short = "\n".join(ref.short.help) + "\n"
+    if PLACEHOLDER_RE.search(short):
+        raise SourceError("the Short help has a {placeholder}: -h prints it as it is")
+    out += ["", "/* -h: the short help, as it is. */", "static const char pc__help_short[] ="]
+    out += ["  " + _c_string(line, True) for line in short.split("\n")[:-1]]
+    out[-1] += ";"
     return "\n".join(out) + "\n"
 
 

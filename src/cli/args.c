@@ -422,8 +422,8 @@ static cli_status_t apply_output(parser_t *p, const opt_def_t *def,
   case OPT_JSON_LINES:
     args->json_lines = 1;
     break;
-  case OPT_HELP:
-    args->action = CLI_ACTION_HELP;
+  case OPT_HELP: /* "-h" short, "--help" whole */
+    args->action = opt[1] == '-' ? CLI_ACTION_HELP : CLI_ACTION_HELP_SHORT;
     break;
   case OPT_VERSION:
     args->action = CLI_ACTION_VERSION;

@@ -20,7 +20,8 @@ typedef enum cli_status {
 
 typedef enum cli_action {
   CLI_ACTION_RUN = 0,
-  CLI_ACTION_HELP,
+  CLI_ACTION_HELP,       /* --help: every option */
+  CLI_ACTION_HELP_SHORT, /* -h: the common ones */
   CLI_ACTION_VERSION
 } cli_action_t;
 

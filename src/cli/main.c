@@ -575,6 +575,11 @@ static int prepare(cli_args_t *args, int argc, char **argv, int *status) {
   if (args->opts.cache_dir != NULL && !args->quiet)
     note_old_cache(args->opts.cache_dir);
 
+  if (args->action == CLI_ACTION_HELP_SHORT) {
+    fputs(pc__help_short, stdout);
+    *status = EXIT_OK;
+    return 1;
+  }
   if (args->action == CLI_ACTION_HELP) {
     print_help(stdout);
     *status = EXIT_OK;

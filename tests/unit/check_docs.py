@@ -130,6 +130,17 @@ for line in helptext.split("\n"):
     if len(line) > 80:
         fail("--help: a line of %d columns: %r" % (len(line), line))
 
+# -h: a short screen (zstd's -h is 25 lines) that names only options the parser knows.
+short = subprocess.run([prog, "-h"], capture_output=True, text=True, check=True).stdout
+shorts = {v[0] for v in parser.values() if v[0]}
+if len(short.split("\n")) > 25 or max(len(l) for l in short.split("\n")) > 80:
+    fail("-h: more than 25 lines or 80 columns")
+for name in re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z])\b", short):
+    if name not in parser and name not in shorts:
+        fail("-h names %s, which the parser does not know" % name)
+if short == helptext or "--help" not in short:
+    fail("-h: not the short help that points to --help")
+
 spec = importlib.util.spec_from_file_location("gen_options", gen_path)
 gen = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(gen)
