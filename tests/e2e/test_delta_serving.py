@@ -130,7 +130,22 @@ class Nginx(Server):
     """nginx with the generated include, on a port given (one origin for both releases)."""
     name = "nginx"
 
-    def __init__(self, test, site, work, binary, port, http_inc, loc_inc):
+    # The server {} around the location part by default: the page not cached, the static
+    # files for an hour (expires, inherited by the location part).
+    SERVER = """root "%(site)s";
+expires 1h;
+location / {
+    expires off;
+    add_header Cache-Control "no-store";
+}
+include %(loc)s;
+"""
+
+    def __init__(self, test, site, work, binary, port, http_inc, loc_inc, main="", http="",
+                 server=None):
+        """main, http: lines added at the top level (load_module) and in http {} (a map);
+        server: server {}'s lines but listen and server_name (default SERVER; %(site)s and
+        %(loc)s filled in)."""
         super().__init__(test, site, work)
         self.port = port
         self.binary = binary
@@ -141,7 +156,7 @@ class Nginx(Server):
         user = "user root;\n" if os.geteuid() == 0 else ""
         tmp = os.path.join(work, "tmp")
         with open(self.conf, "w") as f:
-            f.write("""%(user)sdaemon off;
+            f.write("""%(main)s%(user)sdaemon off;
 master_process on;
 worker_processes 1;
 pid %(w)s/nginx.pid;
@@ -158,23 +173,23 @@ http {
     uwsgi_temp_path %(tmp)s;
     scgi_temp_path %(tmp)s;
     include %(http)s;
-    server {
+%(http_extra)s    server {
         listen 127.0.0.1:%(port)d;
         server_name localhost;
-        root "%(site)s";
-        expires 1h;
-        location / {
-            expires off;
-            add_header Cache-Control "no-store";
-        }
-        include %(loc)s;
-    }
+%(server)s    }
 }
-""" % {"user": user, "w": work, "tmp": tmp, "fmt": LOG_FORMAT, "http": http_inc, "loc": loc_inc,
-                "port": port, "site": site})
+""" % {"main": main, "user": user, "w": work, "tmp": tmp, "fmt": LOG_FORMAT, "http": http_inc,
+                "http_extra": indent(http, " " * 4), "port": port,
+                "server": indent((self.SERVER if server is None else server)
+                                 % {"site": site, "loc": loc_inc}, " " * 8)})
 
     def command(self):
         return [self.binary, "-p", self.work + "/", "-c", self.conf, "-e", self.error_log]
+
+    def configtest(self):
+        """`nginx -t` on the configuration."""
+        return subprocess.run([self.binary, "-t"] + self.command()[1:], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
 
     def log_lines(self):
         """The access log: (uri, available_dictionary, content_encoding, status) per request."""
@@ -191,8 +206,10 @@ class Apache(Server):
     MODULES = ("mpm_event", "authz_core", "dir", "mime", "rewrite", "headers", "filter", "deflate",
                "alias")
 
-    def __init__(self, test, site, work, binary, port, include, alias=None):
-        """alias: (URL, DIR), an `Alias URL DIR/` with README.md's rules in DIR's <Directory>."""
+    def __init__(self, test, site, work, binary, port, include, alias=None, static="/static/",
+                 cache=("no-store", "max-age=3600")):
+        """alias: (URL, DIR), an `Alias URL DIR/` with README.md's rules in DIR's <Directory>;
+        static: the URL of the static files; cache: the Cache-Control of the page and theirs."""
         super().__init__(test, site, work)
         self.port = port
         self.binary = binary
@@ -231,14 +248,15 @@ DirectoryIndex index.html
     # README.md's snippet:
 %(readme)s</Directory>
 %(alias)s<Location "/">
-    Header set Cache-Control "no-store"
+    Header set Cache-Control "%(page_cache)s"
 </Location>
-<Location "/static/">
-    Header set Cache-Control "max-age=3600"
+<Location "%(static)s">
+    Header set Cache-Control "%(static_cache)s"
 </Location>
 Include "%(inc)s"
 """ % {"w": work, "port": port, "mods": mods, "user": user, "mime": mime, "site": site,
-                "fmt": APACHE_LOG_FORMAT, "inc": include,
+                "fmt": APACHE_LOG_FORMAT, "inc": include, "static": static,
+                "page_cache": cache[0], "static_cache": cache[1],
                 "readme": indent(readme_snippet("apache"), " " * 4),
                 "alias": "" if alias is None else
                 ('Alias "%s" "%s/"\n<Directory "%s">\n    Require all granted\n%s</Directory>\n'
@@ -269,9 +287,11 @@ class Caddy(Server):
     JSON access log."""
     name = "caddy"
 
-    def __init__(self, test, site, work, binary, port, snippet, in_handle=False):
+    def __init__(self, test, site, work, binary, port, snippet, in_handle=False, static="/static/",
+                 cache=("no-store", "max-age=3600")):
         """in_handle: the import, encode and file_server inside `handle { }`, beside a
-        `handle /api/* { respond }` (a site whose other paths go to an application)."""
+        `handle /api/* { respond }` (a site whose other paths go to an application); static:
+        the URL of the static files; cache: the Cache-Control of the page and theirs."""
         super().__init__(test, site, work)
         self.port = port
         self.binary = binary
@@ -295,11 +315,12 @@ http://127.0.0.1:%(port)d {
 \t\toutput file "%(log)s"
 \t\tformat json
 \t}
-\t@page not path /static/*
-\theader @page Cache-Control no-store
-\theader /static/* Cache-Control max-age=3600
+\t@page not path %(static)s*
+\theader @page Cache-Control "%(page_cache)s"
+\theader %(static)s* Cache-Control "%(static_cache)s"
 %(serve)s}
-""" % {"home": self.home, "port": port, "site": site, "log": self.access_log,
+""" % {"home": self.home, "port": port, "site": site, "log": self.access_log, "static": static,
+                "page_cache": cache[0], "static_cache": cache[1],
                 "serve": "\thandle /api/* {\n\t\trespond \"api\" 200\n\t}\n\thandle {\n%s\t}\n"
                 % indent(self.serving(snippet), "\t\t") if in_handle else
                 indent(self.serving(snippet), "\t")})
@@ -336,6 +357,19 @@ http://127.0.0.1:%(port)d {
                 coding = (e.get("resp_headers", {}).get("Content-Encoding") or [""])[0]
                 out.append((req["uri"], avail, coding, str(e.get("status"))))
         return out
+
+
+def chromium_binary():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium_dom(test, chromium, profile, url):
+    """Headless chromium with the profile directory `profile` loads url; its DOM, as text."""
+    cmd = [chromium] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile, "--dump-dom", url]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                       stdin=subprocess.DEVNULL, start_new_session=True)
+    test.assertEqual(p.returncode, 0, p.stderr[-3000:])
+    return p.stdout.decode(errors="replace")
 
 
 def apache_binary():
@@ -579,7 +613,7 @@ class Releases(PCTestCase):
         """chromium loads release 1's page, then release 2's (one profile, a server each, on
         the same port): the access log shows release 2's script and style sent as deltas,
         and the page what release 2's script computes."""
-        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        chromium = chromium_binary()
         if not chromium:
             self.skipTest("chromium not found (apt-get install chromium; .ci/deps test has it)")
         profile = self.path("profile")
@@ -587,12 +621,7 @@ class Releases(PCTestCase):
         logs = {}
         for release in (1, 2):
             server = self.serve(release)
-            cmd = [chromium] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile, "--dump-dom",
-                                                 "http://127.0.0.1:%d/" % self.port]
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
-                               stdin=subprocess.DEVNULL, start_new_session=True)
-            self.assertEqual(p.returncode, 0, p.stderr[-3000:])
-            doms[release] = p.stdout.decode(errors="replace")
+            doms[release] = chromium_dom(self, chromium, profile, "http://127.0.0.1:%d/" % self.port)
             server.stop()
             logs[release] = server.log_lines()
         for release in (1, 2):
