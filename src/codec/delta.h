@@ -43,28 +43,30 @@ int pc__delta_name(const char *name, const unsigned char *hash, int f,
                    char *out);
 
 /* The mtime of a delta in format f against the dictionary of
- * --dictionary-from DIR `from`: its file's, later by 1 + 2 * from + f whole
- * seconds. Servers make ETags from mtime and size (nginx, Apache, Caddy),
- * and all of a file's outputs answer one URL: two deltas of one size and
- * mtime would share an ETag, and a request holding one dictionary that
- * revalidates with another's delta's ETag would get a 304 and keep a body
- * it cannot decode. Whole seconds, as nginx counts them; a copy that keeps
- * times to the microsecond or the second keeps the difference whole.
+ * --dictionary-from DIR `from`: its file's, earlier by 1 + 2 * from + f
+ * whole seconds. Servers make ETags from mtime and size (nginx, Apache,
+ * Caddy), and all of a file's outputs answer one URL: two deltas of one
+ * size and mtime would share an ETag, and a request holding one dictionary
+ * that revalidates with another's delta's ETag would get a 304 and keep a
+ * body it cannot decode. Earlier, never later: a time ahead of the clock
+ * makes Apache send a weak ETag and the request's time as Last-Modified.
+ * Whole seconds, as nginx counts them; a copy that keeps times to the
+ * microsecond or the second keeps the difference whole.
  */
 #define PC__DELTA_MTIME_MAX (2 * PC_DICT_DIRS_MAX)
 static inline struct timespec pc__delta_mtime(struct timespec file,
                                               unsigned from, int f) {
-  file.tv_sec += 1 + 2 * (time_t)from + f;
+  file.tv_sec -= 1 + 2 * (time_t)from + f;
   return file;
 }
 
-/* 1 when `delta` is a delta's mtime for a file whose mtime is `file`: later
- * by a whole 1 to PC__DELTA_MTIME_MAX seconds (what a run that does not
- * know the delta's DIR can tell). */
+/* 1 when `delta` is a delta's mtime for a file whose mtime is `file`:
+ * earlier by a whole 1 to PC__DELTA_MTIME_MAX seconds (what a run that does
+ * not know the delta's DIR can tell). */
 static inline int pc__delta_mtime_fits(struct timespec file,
                                        struct timespec delta) {
-  return delta.tv_nsec == file.tv_nsec && delta.tv_sec > file.tv_sec &&
-         delta.tv_sec - file.tv_sec <= PC__DELTA_MTIME_MAX;
+  return delta.tv_nsec == file.tv_nsec && delta.tv_sec < file.tv_sec &&
+         file.tv_sec - delta.tv_sec <= PC__DELTA_MTIME_MAX;
 }
 
 /* The delta format named `s` ("dcb", "dcz"), or -1. */

@@ -609,8 +609,8 @@ class RealProjectCase(PCTestCase):
 
         r3 = self.timed("build 3", self.build, 3)
         # Apache marks an ETag weak, and sends the request's time as Last-Modified, while a
-        # file's mtime is less than a second old or ahead (a delta's may be its file's plus a
-        # few seconds): the requests below compare both, so the mtimes must be past first.
+        # file's mtime is less than a second old (a delta's is its file's less a few seconds,
+        # never ahead): the requests below compare both, so that second must be past first.
         latest = max(os.stat(f).st_mtime for _, path, _ in r3.files.values()
                      for f in glob.glob(glob.escape(path) + "*"))
         if latest + 1.5 > time.time():
