@@ -175,10 +175,11 @@ static int put_hash_sizes(pc__conf_t *c, const pc__conf_file_t *const *v,
   while (max < keys)
     max += 1024;
   return pc__buf_printf(&c->out,
-                        "# Sized for this part's maps (%zu keys, the longest "
-                        "%zu bytes in a bucket): nginx takes each once\n"
-                        "# in http {}; where the configuration sets them "
-                        "too, keep one line of each, the larger value.\n"
+                        "# Sized for this part's maps: %zu keys, the longest "
+                        "taking %zu bytes of a bucket.\n"
+                        "# nginx takes each once in http {}: where the "
+                        "configuration sets them too,\n"
+                        "# keep one line of each, the larger value.\n"
                         "map_hash_bucket_size %zu;\n"
                         "map_hash_max_size %zu;\n",
                         keys, longest, bucket, max);
