@@ -200,6 +200,26 @@ class Summary(PCTestCase):
         r = run(["-q", "--progress", "auto", root])
         self.assertEqual(r.err, "")
 
+    def test_progress_eta_waits(self):
+        """No time left is shown before a twentieth of the bytes is done (and a second has
+        passed): the first files' rate says little of the rest's. 24 files one at a time, so the
+        bar moves in steps of about 4%."""
+        root = self.path("t")
+        os.makedirs(root)
+        for i in range(24):
+            with open(os.path.join(root, "f%02d.txt" % i), "wb") as f:
+                f.write(words_data(96 * 1024, seed=i))
+        bar = run(["--progress", "always", "-j", "1", "--no-gzip", root])
+        self.assertEqual(bar.rc, 0, bar)
+        frames = [f for f in re.split(r"[\r\n]", bar.err) if "%" in f]
+        self.assertGreater(len(frames), 5, bar.err[-500:])
+        etas = [f for f in frames if re.search(r"ETA \d+:\d\d", f)]
+        self.assertTrue(etas, "no ETA shown at all: %r" % frames[-3:])
+        for f in frames:
+            pct = int(re.search(r"(\d+)%", f).group(1))
+            if re.search(r"ETA \d+:\d\d", f):
+                self.assertGreaterEqual(pct, 5, "an ETA before a twentieth was done: %r" % f)
+
 
 
 UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")

@@ -38,7 +38,7 @@ static void format_eta(char *buf, size_t size, double s) {
 static void rate_and_eta(const cli_report_t *r, const pc_progress_t *p,
                          uint64_t now, char *rate, char *eta) {
   double elapsed = (double)(now - r->start_ns) / 1e9;
-  double bps = 0;
+  double bps = 0, left;
 
   if (elapsed >= 0.2 && p->bytes_done > 0) {
     bps = (double)p->bytes_done / elapsed;
@@ -48,13 +48,9 @@ static void rate_and_eta(const cli_report_t *r, const pc_progress_t *p,
   }
   if (!p->walk_done) {
     strcpy(eta, "scanning");
-  } else if (bps > 0 && p->bytes_total >= p->bytes_done && elapsed >= 1.0 &&
-             p->bytes_done * 20 >= p->bytes_total) {
-    /* Only once a twentieth of the bytes is done: before, the rate counts
-     * the walk and the first files only, while the largest, started first,
-     * are still running (a 61 s run once first said 16:28). */
+  } else if (cli_eta(elapsed, p->bytes_done, p->bytes_total, &left)) {
     memcpy(eta, "ETA ", 4);
-    format_eta(eta + 4, 32 - 4, (double)(p->bytes_total - p->bytes_done) / bps);
+    format_eta(eta + 4, 32 - 4, left);
   } else {
     strcpy(eta, "ETA --");
   }

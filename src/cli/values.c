@@ -214,3 +214,10 @@ int cli_split_exts(const char *value, char **buf, const char ***list,
   (*list)[*n] = NULL;
   return 0;
 }
+
+int cli_eta(double elapsed, uint64_t done, uint64_t total, double *left) {
+  if (elapsed < 1.0 || done == 0 || done > total || done * 20 < total)
+    return 0;
+  *left = (double)(total - done) / ((double)done / elapsed);
+  return 1;
+}

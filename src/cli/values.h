@@ -21,6 +21,14 @@ int cli_parse_ratio(const char *s, uint64_t *num, uint64_t *den);
  */
 int cli_parse_size(const char *s, uint64_t *out);
 
+/* The time left to show, in *left (seconds), when the run has gone on for
+ * `elapsed` seconds and done `done` of `total` bytes: 1 once a second has
+ * passed and a twentieth of the bytes is done, else 0 (no figure yet). The
+ * first files' rate says little of the rest's: the largest, started first,
+ * are still running (a 61 s run once first said 16:28).
+ */
+int cli_eta(double elapsed, uint64_t done, uint64_t total, double *left);
+
 /* Whether a PATH that does not exist looks like a file extension (1 to 10
  * ASCII letters or digits: no slash, no dot), as the positional arguments of
  * `python -m whitenoise.compress ROOT jpg png` are. Returns 1 or 0.
