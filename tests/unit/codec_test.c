@@ -20,10 +20,9 @@
 
 /* Text a little like code: compressible, not trivially. */
 static unsigned char *make_input(size_t n, unsigned seed) {
-  static const char *const words[] = {"function", "return", "const", "value",
-                                      "=>",       "{",      "}",     "(",
-                                      ")",        ";",      "this",  "data",
-                                      "index",    "\n",     " ",     "0x1f"};
+  static const char *const words[] = {
+      "function", "return", "const", "value", "=>",    "{",  "}", "(",
+      ")",        ";",      "this",  "data",  "index", "\n", " ", "0x1f"};
   unsigned char *p = malloc(n ? n : 1);
   size_t i = 0;
 
@@ -131,8 +130,14 @@ static int available(size_t k) {
  * was cut (their bytes are still the same for the same feed: the worker
  * feeds a file whole up to PC__WHOLE_MAX, then in PC__CHUNK pieces). */
 static void round_trips(void) {
-  const size_t sizes[] = {0, 1, 2, 100, 4096, (size_t)PC__WHOLE_MAX - 1,
-                          (size_t)PC__WHOLE_MAX, (size_t)PC__WHOLE_MAX + 1};
+  const size_t sizes[] = {0,
+                          1,
+                          2,
+                          100,
+                          4096,
+                          (size_t)PC__WHOLE_MAX - 1,
+                          (size_t)PC__WHOLE_MAX,
+                          (size_t)PC__WHOLE_MAX + 1};
   const size_t pieces[] = {0, 1, 7, 4096, 65536};
   size_t k, s, p;
 
@@ -151,7 +156,8 @@ static void round_trips(void) {
       int cuts = !(cases[k].f == PC_BR && cases[k].level <= 1);
       /* zopfli gathers its input whole: no limit to cross. */
       if (slow && n > 5000 &&
-          (n != (size_t)PC__WHOLE_MAX + 1 || cases[k].engine == PC_GZIP_ZOPFLI)) {
+          (n != (size_t)PC__WHOLE_MAX + 1 ||
+           cases[k].engine == PC_GZIP_ZOPFLI)) {
         free(back);
         free(in);
         continue; /* one input past the one-call limit is enough for them */
@@ -171,7 +177,8 @@ static void round_trips(void) {
         if (p == 0)
           pc__buf_append(&first, out.data, out.len);
         else if (cuts)
-          EXPECT(out.len == first.len && memcmp(out.data, first.data, out.len) == 0);
+          EXPECT(out.len == first.len &&
+                 memcmp(out.data, first.data, out.len) == 0);
       }
       pc__buf_free(&first);
       pc__buf_free(&out);
@@ -194,19 +201,18 @@ static void gzip_bytes_and_spares(void) {
   cur = "gzip header";
   EXPECT(encode(PC_GZ, 9, PC_GZIP_ZLIB, in, 50000, 0, NULL, &fresh) == 0);
   EXPECT(fresh.len > 18 && memcmp(fresh.data, head, 10) == 0);
-  EXPECT(fresh.len > 18 &&
-         fresh.data[fresh.len - 4] == (50000 & 0xff) &&
+  EXPECT(fresh.len > 18 && fresh.data[fresh.len - 4] == (50000 & 0xff) &&
          fresh.data[fresh.len - 3] == ((50000 >> 8) & 0xff) &&
-         crc32(0, in, 50000) ==
-             ((uLong)fresh.data[fresh.len - 8] |
-              (uLong)fresh.data[fresh.len - 7] << 8 |
-              (uLong)fresh.data[fresh.len - 6] << 16 |
-              (uLong)fresh.data[fresh.len - 5] << 24));
+         crc32(0, in, 50000) == ((uLong)fresh.data[fresh.len - 8] |
+                                 (uLong)fresh.data[fresh.len - 7] << 8 |
+                                 (uLong)fresh.data[fresh.len - 6] << 16 |
+                                 (uLong)fresh.data[fresh.len - 5] << 24));
   cur = "spares";
   EXPECT(pc__spares_new(&sp, 2, 9) == 0);
   for (round = 0; round < 3; round++) {
     EXPECT(encode(PC_GZ, 9, PC_GZIP_ZLIB, in, 50000, 4096, sp, &again) == 0);
-    EXPECT(again.len == fresh.len && memcmp(again.data, fresh.data, fresh.len) == 0);
+    EXPECT(again.len == fresh.len &&
+           memcmp(again.data, fresh.data, fresh.len) == 0);
 #if PC_HAVE_ZSTD
     {
       pc__buf_t z1 = {0}, z2 = {0};
