@@ -110,11 +110,14 @@ int main(void) {
   /* Each directory's names sorted by bytes; a directory after its own. */
   EXPECT(errors == 0);
   EXPECT(strstr(out, "0:A.js") != NULL && strstr(out, "0:z.js") != NULL &&
-         strstr(out, "0:a/y.css") != NULL && strstr(out, "0:a/c/x.txt") != NULL &&
+         strstr(out, "0:a/y.css") != NULL &&
+         strstr(out, "0:a/c/x.txt") != NULL &&
          strstr(out, "0:b/w.html") != NULL);
   EXPECT(strstr(out, "link/") == NULL); /* a link to a directory: not entered */
-  EXPECT(strlen(out) == strlen("0:A.js 0:link 0:z.js 0:b/w.html 0:a/y.css 0:a/c/x.txt") ||
-         strlen(out) == strlen("0:A.js 0:z.js 0:b/w.html 0:a/y.css 0:a/c/x.txt 0:link"));
+  EXPECT(strlen(out) ==
+             strlen("0:A.js 0:link 0:z.js 0:b/w.html 0:a/y.css 0:a/c/x.txt") ||
+         strlen(out) ==
+             strlen("0:A.js 0:z.js 0:b/w.html 0:a/y.css 0:a/c/x.txt 0:link"));
 
   cur = "follow";
   walk(roots, 1, 1, out, sizeof(out), &errors);
