@@ -907,10 +907,14 @@ def serve(root):
 
 def runner_env(env):
     """env without what a GitHub-hosted runner would not have: proxies (a loopback server must
-    be reached directly), our cache variable."""
+    be reached directly), our cache variable, and a precompress of the machine's on PATH (one
+    installed in /usr/local/bin by README's install block would be found before the action
+    installs one, or after it failed to)."""
     e = dict(env)
     for k in list(e):
         if k.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy") or k in (
                 "PRECOMPRESS_CACHE_DIR", "UV_THREADPOOL_SIZE", "PRECOMPRESS_RELEASE"):
             del e[k]
+    e["PATH"] = os.pathsep.join(d for d in e.get("PATH", "/usr/bin:/bin").split(os.pathsep)
+                                if d and not os.path.exists(os.path.join(d, "precompress")))
     return e

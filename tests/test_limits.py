@@ -58,11 +58,18 @@ class LimitCase(PCTestCase):
         return run(limits + ["--", PROGRAM, "--json"] + args, program="prlimit", timeout=timeout)
 
     def assertCleanOutcome(self, r, root, snap):
-        """Completed, or failed cleanly; nothing partial either way."""
+        """Completed, or failed cleanly; nothing partial either way. Each exit status as the
+        summary says it: 0 no file failed and no other error; 1 the summary counts what failed;
+        2 nothing could run (one line saying why, no summary, no output written)."""
         self.assertGreaterEqual(r.rc, 0, "killed by signal %d: %r" % (-r.rc, r))
         self.assertIn(r.rc, (0, 1, 2), r)
         if r.rc != 0:
             self.assertTrue([l for l in r.err_lines if l.startswith("precompress: ")], "failed without a message: %r" % r)
+        if r.rc in (0, 1):
+            s = r.summary()
+            self.assertEqual(s["failed"] + s["errors"] > 0, r.rc == 1, r)
+        else:
+            self.assertEqual(r.out, "", "exit 2, yet a summary: %r" % r)
         for l in r.err_lines:
             self.assertTrue(l.startswith("precompress: "), "a line that is not ours on stderr: %r" % l)
         n = 0
@@ -76,6 +83,8 @@ class LimitCase(PCTestCase):
                     n += 1
         self.assertSourcesUnchanged(snap, root)
         self.assertNoTemps(root)
+        if r.rc == 2:
+            self.assertEqual(n, 0, "exit 2 (nothing could run), yet outputs were written: %r" % r)
         return n
 
 

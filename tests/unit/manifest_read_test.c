@@ -115,7 +115,8 @@ static void one_line(void) {
   EXPECT(strcmp(got_path, "js/app.js") == 0);
   EXPECT(got.size_int && got.size == 12000); /* the last of two */
   EXPECT(got.has_mtime && got.mtime_int && got.mtime_ns == 1700000000123456789);
-  EXPECT(got.out[PC_GZ].has && got.out[PC_GZ].sized && got.out[PC_GZ].size == 3100);
+  EXPECT(got.out[PC_GZ].has && got.out[PC_GZ].sized &&
+         got.out[PC_GZ].size == 3100);
   EXPECT(got.out[PC_BR].has && got.out[PC_BR].ratio && !got.out[PC_BR].sized);
   EXPECT(!got.out[PC_ZST].has);
   EXPECT(strcmp(got_error, "Permission denied") == 0 && !got.has_skipped);
@@ -126,9 +127,10 @@ static void one_line(void) {
 
   cur = "wrong kinds told apart";
   memset(&h, 0, sizeof(h));
-  EXPECT(read_one("{\"precompress\": 1, \"files\": [{\"path\": 7, \"size\": \"9\","
-                  " \"gz\": 3, \"skipped\": 1}]}",
-                  &h) == 0);
+  EXPECT(
+      read_one("{\"precompress\": 1, \"files\": [{\"path\": 7, \"size\": \"9\","
+               " \"gz\": 3, \"skipped\": 1}]}",
+               &h) == 0);
   EXPECT(got.object && got.path == NULL && !got.size_int);
   EXPECT(got.out[PC_GZ].has && !got.out[PC_GZ].object);
   EXPECT(got.has_skipped && got_skipped[0] == '\0');
@@ -173,7 +175,8 @@ static void parts(void) {
 
   n += (size_t)snprintf(t + n, cap - n, "{\"precompress\": 1, \"files\": [\n");
   for (k = 0; k < 3000; k++)
-    n += (size_t)snprintf(t + n, cap - n, "%s{\"path\": \"f%zu\", \"size\": %zu}\n",
+    n += (size_t)snprintf(t + n, cap - n,
+                          "%s{\"path\": \"f%zu\", \"size\": %zu}\n",
                           k ? "," : "", k, k * 7);
   n += (size_t)snprintf(t + n, cap - n, "]}");
   memset(&one, 0, sizeof(one));
