@@ -88,7 +88,10 @@ extern "C" {
      "cannot write outputs in this directory: its files are not compressed")   \
   XX(EDJMANIFEST, -4020,                                                       \
      "not a Django staticfiles.json manifest (version 1.x, \"paths\": "        \
-     "{name: hashed name}): its files are paired by name only")
+     "{name: hashed name}): its files are paired by name only")                \
+  XX(EUNSAFELINK, -4021,                                                       \
+     "refusing a path through a symlink another account owns or can "          \
+     "replace (give the directory it leads to)")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
