@@ -91,7 +91,10 @@ extern "C" {
      "{name: hashed name}): its files are paired by name only")                \
   XX(EUNSAFELINK, -4021,                                                       \
      "refusing a path through a symlink another account owns or can "          \
-     "replace (give the directory it leads to)")
+     "replace (give the directory it leads to)")                               \
+  XX(EDJMEMORY, -4022,                                                         \
+     "Django staticfiles.json not read: over its share of the memory limit "   \
+     "(a quarter, for all of a run's): its files are paired by name only")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -322,6 +325,8 @@ typedef struct pc_totals {
     uint64_t bytes_in;  /* source bytes of those files */
     uint64_t bytes_out; /* delta bytes kept */
   } delta[PC_NDELTAS];
+  uint64_t mem_dicts; /* of mem_peak: what the --dictionary-from listings
+                         and the Django manifests held through the run */
 } pc_totals_t;
 
 /* An initializer for a program's totals: `pc_totals_t t = PC_TOTALS_INIT;` */

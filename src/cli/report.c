@@ -499,6 +499,9 @@ static void memory_text(const cli_report_t *r, const pc_totals_t *t) {
             limit_text(a, sizeof(a), r->mem.limit), r->mem.source);
   fprintf(stderr, ", peak estimate %s",
           cli_human_bytes(a, sizeof(a), t->mem_peak));
+  if (t->mem_dicts > 0)
+    fprintf(stderr, " (earlier releases' listings and Django manifests %s)",
+            cli_human_bytes(a, sizeof(a), t->mem_dicts));
   if (t->ran_alone > 0)
     fprintf(stderr, ", %" PRIu64 " file%s ran alone", t->ran_alone,
             t->ran_alone == 1 ? "" : "s");
@@ -547,6 +550,11 @@ void cli_report_error(void *data, const char *path, int err) {
                         "cannot write outputs in this directory (%s): "
                         "its files are not compressed",
                         strerror(why));
+  } else if (path != NULL && err == PC_EDJMEMORY &&
+             r->mem.limit != PC_MEMORY_UNLIMITED) {
+    char lim[32];
+    cli_report_name_msg(r, path, "%s (memory limit %s)", pc_strerror(err),
+                        limit_text(lim, sizeof(lim), r->mem.limit));
   } else if (path != NULL)
     cli_report_name_msg(r, path, "%s", pc_strerror(err));
   else

@@ -40,6 +40,9 @@ static int not_a_source(const char *name) {
          pc__delta_output_name(name, n, &b);
 }
 
+/* What a malloc'd string costs, its allocator's overhead counted. */
+static uint64_t str_mem(const char *p) { return strlen(p) + 1 + 16; }
+
 static int add(const lister_t *l, const char *rel, const char *name,
                const struct stat *st, int link) {
   pc__dictset_t *s = l->s;
@@ -61,6 +64,7 @@ static int add(const lister_t *l, const char *rel, const char *name,
   f->link = link;
   f->size = link ? 0 : (uint64_t)st->st_size;
   f->mtime_ns = pc__ns(st->st_mtim);
+  s->mem += str_mem(f->rel) + str_mem(f->key);
   s->n++;
   return 0;
 }
@@ -135,7 +139,8 @@ static int cmp_key(const void *a, const void *b) {
 
 int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
                      const struct pc__root *roots, uint32_t nroots,
-                     pc__dictset_err_t err, void *ctx, unsigned *bad) {
+                     uint64_t budget, pc__dictset_err_t err, void *ctx,
+                     unsigned *bad) {
   unsigned d;
   size_t i;
   int e = 0;
@@ -177,9 +182,12 @@ int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
         s->bykey[i] = &s->files[i];
       qsort(s->bykey, s->n, sizeof(*s->bykey), cmp_key);
     }
+    s->mem += s->cap * sizeof(*s->files) + s->n * sizeof(*s->bykey);
   }
   if (e == 0)
-    e = pc__djset_open(&s->dj, o, s->fd, roots, nroots, err, ctx);
+    e = pc__djset_open(&s->dj, o, s->fd, roots, nroots, budget, err, ctx);
+  if (e == 0)
+    s->mem += s->dj.mem;
   if (e != 0)
     pc__dictset_free(s);
   return e;

@@ -27,6 +27,7 @@ typedef struct pc__dictset {
   pc__dictfile_t *files;    /* sorted by (dir, rel) */
   size_t n, cap;
   pc__dictfile_t **bykey;   /* sorted by (dir, key, newest first, rel) */
+  uint64_t mem; /* what the listing and the Django manifests hold */
   const char *const *tmpls; /* the name templates (dictname.h) */
   size_t ntmpls;
   pc__djset_t dj; /* Django's staticfiles.json of the DIRs and PATHs */
@@ -43,11 +44,12 @@ typedef void (*pc__dictset_err_t)(void *ctx, const char *path, int err);
  * index), before any work. What is below a DIR that cannot be listed is
  * told to `err` and left out; the listing goes on. Then reads the Django
  * manifests of the DIRs and of the run's roots (kept, not copied: they
- * outlive s), djmanifest.h. 0 or a negative code.
+ * outlive s) within `budget` bytes, djmanifest.h. 0 or a negative code.
  */
 int pc__dictset_open(pc__dictset_t *s, const pc_options_t *o,
                      const struct pc__root *roots, uint32_t nroots,
-                     pc__dictset_err_t err, void *ctx, unsigned *bad);
+                     uint64_t budget, pc__dictset_err_t err, void *ctx,
+                     unsigned *bad);
 
 void pc__dictset_free(pc__dictset_t *s);
 
