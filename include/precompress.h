@@ -223,11 +223,20 @@ typedef enum pc_delta_skip {
   PC_DSKIP_ERROR,     /* the predecessor could not be read (err says why) */
   PC_DSKIP_SAME,      /* the predecessor has an earlier DIR's bytes: that
                          DIR's delta serves it */
+  PC_DSKIP_PRIVATE,   /* a reader of the file's outputs could not read the
+                         predecessor: never read */
+  PC_DSKIP_LARGE,     /* the predecessor is far larger than the file: never
+                         read (docs/deltas.md says how much) */
+  PC_DSKIP_AMBIGUOUS, /* two or more files of the predecessor's directory
+                         have the file's key: none is taken */
+  PC_DSKIP_NAME,      /* the delta's name would be over NAME_MAX */
+  PC_DSKIP_CHANGED,   /* the predecessor grew after it was listed: not read
+                         (the memory estimate went by its listed size) */
   PC_DSKIP_MAX_
 } pc_delta_skip_t;
 
-/* "ratio", "identical", "window", "link", "error", "same"; NULL for
- * PC_DSKIP_NONE. */
+/* "ratio", "identical", "window", "link", "error", "same", "private",
+ * "large", "ambiguous", "name", "changed"; NULL for PC_DSKIP_NONE. */
 PC_EXTERN const char *pc_delta_skip_name(pc_delta_skip_t s);
 
 typedef struct pc_output {

@@ -371,6 +371,11 @@ static void cli_delta_json(const cli_report_t *r, const pc_file_t *f) {
     if (d->from != UINT32_MAX) {
       printf(",\"from\":%" PRIu32 ",\"dictionary\":", d->from);
       cli_put_json_str(stdout, d->dictionary, strlen(d->dictionary));
+    }
+    /* A dictionary not read has no hash (all zero): none is said. */
+    for (i = 0; i < (int)sizeof(d->sha256) && d->sha256[i] == 0; i++)
+      ;
+    if (d->from != UINT32_MAX && i < (int)sizeof(d->sha256)) {
       fputs(",\"sha256\":\"", stdout);
       for (i = 0; i < (int)sizeof(d->sha256); i++)
         printf("%c%c", hex[d->sha256[i] >> 4], hex[d->sha256[i] & 15]);

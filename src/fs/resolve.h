@@ -13,8 +13,8 @@
  * reach itself: no hard link to a directory, no way to bring another's
  * private directory below its own.
  *
- * The caller: --cache-dir (cachedir.h), which also wants every directory
- * on the way root's or the user's.
+ * The callers: --cache-dir (cachedir.h), which also wants every directory
+ * on the way root's or the user's, and --dictionary-from (dictset.h).
  */
 #ifndef PC_RESOLVE_H
 #define PC_RESOLVE_H
