@@ -93,6 +93,21 @@ static int source(pc__work_t *w, unsigned char **buf, const unsigned char **p) {
   return 0;
 }
 
+/* What the predecessor opened (st), reached as `way` says, tells before
+ * it is read: 0, or why it is not (PC_ENOTREG; PC_DSKIP_PRIVATE when a
+ * reader of the outputs of `file` could not read it; PC_DSKIP_CHANGED when
+ * it is larger than `listed`, the size the memory estimate counted).
+ */
+static int judge_opened(pc__reach_t way, const struct stat *st,
+                        const struct stat *file, uint64_t listed) {
+  if (!S_ISREG(st->st_mode))
+    return PC_ENOTREG;
+  pc__reach_file(&way, st);
+  if (!pc__reach_covers(&way, file))
+    return PC_DSKIP_PRIVATE;
+  return (uint64_t)st->st_size > listed ? PC_DSKIP_CHANGED : 0;
+}
+
 /* Reads predecessor p whole into *data (*n bytes), or says why not: 0
  * with *data set, a PC_DSKIP_* > 0 (not the job's failure), or a negative
  * code about the dictionary. Who could read it is judged again here, on
@@ -130,17 +145,12 @@ static int read_dict(pc__work_t *w, const pc__dictfile_t *p,
     close(dfd);
   if (err != 0)
     return err;
-  if (fstat(fd, st) != 0)
-    err = PC__ERRNO();
-  else if (!S_ISREG(st->st_mode))
-    err = PC_ENOTREG;
-  else if (pc__reach_file(&reach, st), !pc__reach_covers(&reach, &w->st))
-    err = PC_DSKIP_PRIVATE;
-  else if ((uint64_t)st->st_size > p->size)
-    err = PC_DSKIP_CHANGED;
-  else if ((*data = malloc(st->st_size > 0 ? (size_t)st->st_size : 1)) == NULL)
+  err = fstat(fd, st) != 0 ? PC__ERRNO()
+                           : judge_opened(reach, st, &w->st, p->size);
+  if (err == 0 &&
+      (*data = malloc(st->st_size > 0 ? (size_t)st->st_size : 1)) == NULL)
     err = -ENOMEM;
-  else if ((err = pc__read_full(fd, *data, (size_t)st->st_size, 0)) == 0)
+  if (err == 0 && (err = pc__read_full(fd, *data, (size_t)st->st_size, 0)) == 0)
     *n = (size_t)st->st_size;
   close(fd);
   if (err != 0) {
