@@ -88,7 +88,13 @@ extern "C" {
      "cannot write outputs in this directory: its files are not compressed")   \
   XX(EDJMANIFEST, -4020,                                                       \
      "not a Django staticfiles.json manifest (version 1.x, \"paths\": "        \
-     "{name: hashed name}): its files are paired by name only")
+     "{name: hashed name}): its files are paired by name only")                \
+  XX(EUNSAFELINK, -4021,                                                       \
+     "refusing a path through a symlink another account owns or can "          \
+     "replace (give the directory it leads to)")                               \
+  XX(EDJMEMORY, -4022,                                                         \
+     "Django staticfiles.json not read: over its share of the memory limit "   \
+     "(a quarter, for all of a run's): its files are paired by name only")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -217,11 +223,20 @@ typedef enum pc_delta_skip {
   PC_DSKIP_ERROR,     /* the predecessor could not be read (err says why) */
   PC_DSKIP_SAME,      /* the predecessor has an earlier DIR's bytes: that
                          DIR's delta serves it */
+  PC_DSKIP_PRIVATE,   /* a reader of the file's outputs could not read the
+                         predecessor: never read */
+  PC_DSKIP_LARGE,     /* the predecessor is far larger than the file: never
+                         read (docs/deltas.md says how much) */
+  PC_DSKIP_AMBIGUOUS, /* two or more files of the predecessor's directory
+                         have the file's key: none is taken */
+  PC_DSKIP_NAME,      /* the delta's name would be over NAME_MAX */
+  PC_DSKIP_CHANGED,   /* the predecessor grew after it was listed: not read
+                         (the memory estimate went by its listed size) */
   PC_DSKIP_MAX_
 } pc_delta_skip_t;
 
-/* "ratio", "identical", "window", "link", "error", "same"; NULL for
- * PC_DSKIP_NONE. */
+/* "ratio", "identical", "window", "link", "error", "same", "private",
+ * "large", "ambiguous", "name", "changed"; NULL for PC_DSKIP_NONE. */
 PC_EXTERN const char *pc_delta_skip_name(pc_delta_skip_t s);
 
 typedef struct pc_output {
@@ -319,6 +334,8 @@ typedef struct pc_totals {
     uint64_t bytes_in;  /* source bytes of those files */
     uint64_t bytes_out; /* delta bytes kept */
   } delta[PC_NDELTAS];
+  uint64_t mem_dicts; /* of mem_peak: what the --dictionary-from listings
+                         and the Django manifests held through the run */
 } pc_totals_t;
 
 /* An initializer for a program's totals: `pc_totals_t t = PC_TOTALS_INIT;` */

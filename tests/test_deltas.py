@@ -508,9 +508,12 @@ class Deltas(PCTestCase):
         site1 = os.path.join(r1, "css/site.css")
         write(site1, random.Random(5).randbytes(30000))
         # A dictionary over .dcb's 16 MiB window: no .dcb ("window"); .dcz's
-        # window takes it.
+        # window takes it. (The file grows too: a dictionary over 8 times its
+        # file and 64 KiB is not used at all, "large".)
         vendor1 = os.path.join(r1, next(k for k in f1 if k.startswith("js/vendor.")))
         write(vendor1, f1[os.path.relpath(vendor1, r1)] + b"/*" + b"x" * (17 << 20) + b"*/")
+        vendor2 = os.path.join(r2, next(k for k in f2 if k.startswith("js/vendor.")))
+        write(vendor2, f2[os.path.relpath(vendor2, r2)] + b"/*" + b"y" * (5 << 19) + b"*/")
         man = self.path("odd.json")
         r = run(["--zstd-level", "3", "--brotli-quality", "5", "--dictionary-from", r1,
                  "--manifest", man, r2])
@@ -532,6 +535,12 @@ class Deltas(PCTestCase):
         make_world_accessible(r1)
         make_world_accessible(r2)
         os.chmod(os.path.join(r1, "css/site.css"), 0)
+        # The file is the running user's own and readable by it alone, so that
+        # its readers (that user) may read the predecessor by its bits (one
+        # they may not is never opened: "private", test_dict_safety.py): the
+        # open fails.
+        os.chown(os.path.join(r2, "css/site.css"), 65534, 65534)
+        os.chmod(os.path.join(r2, "css/site.css"), 0o600)
         man = self.path("m.json")
         r = run(["--dictionary-from", r1, "--manifest", man, r2], as_nobody=True, program=self.prog)
         self.assertEqual(r.rc, 1, r)

@@ -109,8 +109,8 @@ class DjangoManifests(PCTestCase):
         robots1, robots2 = program(1, "robots", n=300), program(2, "robots", n=300)
         lay_out(r1, f1, {"robots.txt": robots1}, "1.0")
         lay_out(r2, f2, {"robots.txt": robots2}, "1.1")
-        # A decoy the key rule would take for js/app.js (the newest of its key): the
-        # manifests' pairing must come first.
+        # A decoy: a second file of js/app.js's key, so that the key rule pairs it with
+        # neither (ambiguous, whatever their mtimes say); the manifests' pairing comes first.
         decoy = os.path.join(r1, "js", "app.%s.js" % ("d" * 12))
         write(decoy, program(9, "app"))
         os.utime(decoy, (2e9, 2e9))
@@ -169,16 +169,17 @@ class DjangoManifests(PCTestCase):
         self.assertNotIn("deltas", by[f2["js/new.js"][0]])
 
     def test_manifest_comes_first(self):
-        # Without the manifests (none in r1), the key rule pairs js/app with the decoy and
-        # the renamed files with nothing: what the manifests change is seen.
+        # Without the manifests (none in r1), the key rule pairs js/app with nothing (two
+        # files have its key: ambiguous) and the renamed files with nothing: what the
+        # manifests change is seen.
         r1, f1, r2, f2 = self.releases()
         os.unlink(os.path.join(r1, "staticfiles.json"))
         man = self.path("m.json")
         r = run(["--formats", "gz", "--dictionary-from", r1, "--manifest", man, r2])
         self.assertEqual(r.rc, 0, r)
         by = {e["path"]: e for e in json.loads(read(man))["files"]}
-        self.assertEqual({d["dictionary"] for d in by[f2["js/app.js"][0]]["deltas"]},
-                         {"js/app.%s.js" % ("d" * 12)})
+        self.assertEqual({d["skipped"] for d in by[f2["js/app.js"][0]]["deltas"]}, {"ambiguous"})
+        self.assertFalse([p for p in deltas_of(r2) if "/js/app." in p])
         self.assertNotIn("deltas", by[f2["js/lib.js"][0]])
         self.assertNotIn("deltas", by[f2["img/logo.svg"][0]])
         # --django-manifest names it again, from elsewhere: the manifests pair them.
@@ -278,11 +279,10 @@ class DjangoManifests(PCTestCase):
                                          "name}): its files are paired by name only" % (target, BAD_LINE)],
                                  r)
                 # The run went on: every file compressed, the name rules pairing (js/app
-                # with the decoy, the newest of its key; robots.txt by its path).
+                # with neither file of its key; robots.txt by its path).
                 self.assertEqual(r.summary()["failed"], 0, r)
                 self.assertTrue(os.path.exists(os.path.join(r2, f2["js/lib.js"][0] + ".gz")))
-                self.expect(deltas_of(r2), r2, {f2["js/app.js"][0]: "js/app.%s.js" % ("d" * 12),
-                                                 "robots.txt": "robots.txt"}, r1)
+                self.expect(deltas_of(r2), r2, {"robots.txt": "robots.txt"}, r1)
 
     def test_unreadable_and_not_files(self):
         r1, f1, r2, f2 = self.releases()

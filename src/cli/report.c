@@ -371,6 +371,11 @@ static void cli_delta_json(const cli_report_t *r, const pc_file_t *f) {
     if (d->from != UINT32_MAX) {
       printf(",\"from\":%" PRIu32 ",\"dictionary\":", d->from);
       cli_put_json_str(stdout, d->dictionary, strlen(d->dictionary));
+    }
+    /* A dictionary not read has no hash (all zero): none is said. */
+    for (i = 0; i < (int)sizeof(d->sha256) && d->sha256[i] == 0; i++)
+      ;
+    if (d->from != UINT32_MAX && i < (int)sizeof(d->sha256)) {
       fputs(",\"sha256\":\"", stdout);
       for (i = 0; i < (int)sizeof(d->sha256); i++)
         printf("%c%c", hex[d->sha256[i] >> 4], hex[d->sha256[i] & 15]);
@@ -499,6 +504,9 @@ static void memory_text(const cli_report_t *r, const pc_totals_t *t) {
             limit_text(a, sizeof(a), r->mem.limit), r->mem.source);
   fprintf(stderr, ", peak estimate %s",
           cli_human_bytes(a, sizeof(a), t->mem_peak));
+  if (t->mem_dicts > 0)
+    fprintf(stderr, " (earlier releases' listings and Django manifests %s)",
+            cli_human_bytes(a, sizeof(a), t->mem_dicts));
   if (t->ran_alone > 0)
     fprintf(stderr, ", %" PRIu64 " file%s ran alone", t->ran_alone,
             t->ran_alone == 1 ? "" : "s");
@@ -547,6 +555,11 @@ void cli_report_error(void *data, const char *path, int err) {
                         "cannot write outputs in this directory (%s): "
                         "its files are not compressed",
                         strerror(why));
+  } else if (path != NULL && err == PC_EDJMEMORY &&
+             r->mem.limit != PC_MEMORY_UNLIMITED) {
+    char lim[32];
+    cli_report_name_msg(r, path, "%s (memory limit %s)", pc_strerror(err),
+                        limit_text(lim, sizeof(lim), r->mem.limit));
   } else if (path != NULL)
     cli_report_name_msg(r, path, "%s", pc_strerror(err));
   else

@@ -206,7 +206,7 @@ int pc__delta_name(const char *name, const unsigned char *hash, int f,
   size_t n = strlen(name);
   int k;
 
-  if (n + 1 + 16 + 4 > NAME_MAX)
+  if (n + PC__DELTA_NAME_EXTRA > NAME_MAX)
     return -ENAMETOOLONG;
   memcpy(out, name, n);
   out[n] = '.';
@@ -239,6 +239,7 @@ int pc__delta_skip_named(const char *s) {
 
 const char *pc_delta_skip_name(pc_delta_skip_t s) {
   static const char *const names[PC_DSKIP_MAX_] = {
-      NULL, "ratio", "identical", "window", "link", "error", "same"};
+      NULL,   "ratio",   "identical", "window",    "link", "error",
+      "same", "private", "large",     "ambiguous", "name", "changed"};
   return s > PC_DSKIP_NONE && s < PC_DSKIP_MAX_ ? names[s] : NULL;
 }

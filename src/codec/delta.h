@@ -34,10 +34,13 @@ typedef enum pc__delta {
 /* 1 when this build can write f: dcz with zstd, dcb with brotli >= 1.1. */
 int pc__delta_available(pc__delta_t f);
 
+/* What a delta's name adds to its file's: ".<id>.dcb" or ".dcz". */
+#define PC__DELTA_NAME_EXTRA (1 + 16 + 4)
+
 /* NAME.<id>.dcb or .dcz: the name of the delta in format f of the file
  * named `name`, made against the dictionary whose SHA-256 is `hash` (<id>:
  * its first 16 hex digits, lower case), into out (NAME_MAX + 1 bytes). 0,
- * or -ENAMETOOLONG.
+ * or -ENAMETOOLONG (a name longer than NAME_MAX - PC__DELTA_NAME_EXTRA).
  */
 int pc__delta_name(const char *name, const unsigned char *hash, int f,
                    char *out);
@@ -67,6 +70,21 @@ static inline int pc__delta_mtime_fits(struct timespec file,
                                        struct timespec delta) {
   return delta.tv_nsec == file.tv_nsec && delta.tv_sec < file.tv_sec &&
          file.tv_sec - delta.tv_sec <= PC__DELTA_MTIME_MAX;
+}
+
+/* 1 when a delta's record holds what was read of its dictionary: its
+ * SHA-256 (`sha256`), size and mtime. A dictionary not read (a link, one
+ * its file's readers could not read, one too large, ...) leaves the hash
+ * all zero, which no dictionary has, and the record says nothing of it:
+ * the manifest, its reader and the incremental check go by this.
+ */
+static inline int pc__delta_read(const unsigned char *sha256) {
+  int k;
+
+  for (k = 0; k < PC__SHA256_LEN; k++)
+    if (sha256[k] != 0)
+      return 1;
+  return 0;
 }
 
 /* The delta format named `s` ("dcb", "dcz"), or -1. */

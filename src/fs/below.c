@@ -2,6 +2,7 @@
 #include "fs/below.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #if PC_HAVE_OPENAT2
 #include <linux/openat2.h>
 #include <sys/syscall.h>
@@ -29,7 +30,7 @@ static int beneath_err(int e) {
  * RESOLVE_NO_SYMLINKS does; `dir` comes from the walk, so it holds no "..".
  * A descriptor (the caller's), or a negative code (beneath_err()).
  */
-static int open_each(int dirfd, const char *dir) {
+static int open_each(int dirfd, const char *dir, pc__reach_t *reach) {
   const int flags = PC_O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
   char part[NAME_MAX + 1];
   const char *p = dir;
@@ -43,6 +44,7 @@ static int open_each(int dirfd, const char *dir) {
       return -ENAMETOOLONG;
     }
     if (n > 0) {
+      struct stat st;
       int next, e;
       memcpy(part, p, n);
       part[n] = '\0';
@@ -57,6 +59,14 @@ static int open_each(int dirfd, const char *dir) {
         return beneath_err(e == ENOTDIR ? ELOOP : e);
       at = next;
       own = 1;
+      if (reach != NULL) {
+        if (fstat(at, &st) != 0) {
+          e = errno;
+          close(at);
+          return beneath_err(e);
+        }
+        pc__reach_dir(reach, &st);
+      }
     }
     if (p[n] == '\0') {
       int fd = own ? at : openat(dirfd, ".", flags);
@@ -84,7 +94,11 @@ int pc__open_below(int dirfd, const char *dir, int follow) {
     return fd >= 0 ? fd : beneath_err(errno);
 #endif
   if (!follow)
-    return open_each(dirfd, dir);
+    return open_each(dirfd, dir, NULL);
   fd = openat(dirfd, dir, PC_O_PATH | O_DIRECTORY | O_CLOEXEC);
   return fd >= 0 ? fd : beneath_err(errno);
+}
+
+int pc__open_below_reach(int dirfd, const char *dir, pc__reach_t *reach) {
+  return open_each(dirfd, dir, reach);
 }

@@ -1,9 +1,10 @@
 /* The --cache-dir directory, found and made safely (cachedir.c).
  *
  * Whoever can change where DIR leads decides what the cache holds, and so
- * what outputs are copied from it. DIR is resolved here one component at a
+ * what outputs are copied from it. DIR is resolved one component at a
  * time, from "/" (a relative DIR below the working directory's physical
- * path, getcwd()), as the kernel would, and every step is judged:
+ * path, getcwd()), as the kernel would (resolve.h), and every step is
+ * judged:
  *
  * - every directory entered, whether named in DIR or reached through a
  *   link, must be root's or the user's and writable by no one else unless

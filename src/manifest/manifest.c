@@ -5,6 +5,7 @@
  */
 #include "manifest/manifest.h"
 
+#include "codec/delta.h"
 #include "common/json.h"
 #include "fs/out.h"
 
@@ -294,12 +295,15 @@ static int put_deltas(pc__buf_t *b, const pc__rec_t *e) {
         (err = pc__json_str(b, x->dictionary, strlen(x->dictionary), NULL)) !=
             0)
       return err;
-    /* A dictionary that could not be read has no hash to give. */
-    if (x->skip != PC_DSKIP_ERROR && x->skip != PC_DSKIP_LINK &&
+    /* A dictionary not read (a link, one that could not be read, one its
+     * file's readers could not read, ...) has no hash, size or mtime to
+     * give: the manifest says no more of it than its readers may know.
+     */
+    if (pc__delta_read(x->sha256) &&
         ((err = PUT(b, ", \"sha256\": \"")) != 0 ||
          (err = put_str(b, h)) != 0 || (err = PUT(b, "\"")) != 0))
       return err;
-    if (x->skip != PC_DSKIP_ERROR && x->skip != PC_DSKIP_LINK &&
+    if (pc__delta_read(x->sha256) &&
         ((err = PUT_U64(b, ", \"dictionary_size\": ", x->dict_size)) != 0 ||
          (err = PUT(b, ", \"dictionary_mtime_ns\": ")) != 0 ||
          (err = put_i64(b, x->dict_mtime_ns)) != 0))

@@ -65,11 +65,14 @@ static int parse_delta(const pc__mdelta_t *md, pc_delta_t *x) {
       return PC_ENOTMANIFEST;
     x->skip = (pc_delta_skip_t)k;
   }
-  /* What the writer gives every delta whose dictionary was read. */
-  if (x->skip != PC_DSKIP_LINK && x->skip != PC_DSKIP_ERROR) {
+  /* What the writer gives every delta whose dictionary was read, and a
+   * kept one's was: its hash, size and mtime; a skipped one may have none.
+   */
+  if (md->sha256 != NULL || x->skip == PC_DSKIP_NONE) {
     if (md->sha256 == NULL ||
         pc__unhex_hash(md->sha256, x->sha256, sizeof(x->sha256)) != 0 ||
-        !md->dsize_int || md->dict_size < 0 || !md->dmtime_int)
+        !pc__delta_read(x->sha256) || !md->dsize_int || md->dict_size < 0 ||
+        !md->dmtime_int)
       return PC_ENOTMANIFEST;
     x->dict_size = (uint64_t)md->dict_size;
     x->dict_mtime_ns = md->dict_mtime_ns;

@@ -338,10 +338,11 @@ static int usable_delta(const sink_t *s, const pc__mdelta_t *md,
       return 0;
     d->skip = (uint8_t)k;
   }
-  if (d->skip == PC_DSKIP_LINK || d->skip == PC_DSKIP_ERROR)
+  if (md->sha256 == NULL && d->skip != PC_DSKIP_NONE)
     return 1; /* no dictionary read: no hash, no size */
   if (md->sha256 == NULL || pc__unhex_hash(md->sha256, d->sha256, 32) != 0 ||
-      !md->dsize_int || md->dict_size < 0 || !md->dmtime_int)
+      !pc__delta_read(d->sha256) || !md->dsize_int || md->dict_size < 0 ||
+      !md->dmtime_int)
     return 0;
   d->dict_size = (uint64_t)md->dict_size;
   d->dict_mtime_ns = md->dict_mtime_ns;

@@ -60,6 +60,12 @@ void pc__sched_init(pc__sched_t *s, unsigned jobs, uint64_t limit) {
   s->limit = limit;
 }
 
+void pc__sched_hold(pc__sched_t *s, uint64_t bytes) {
+  s->used += bytes;
+  if (s->used > s->peak)
+    s->peak = s->used;
+}
+
 int pc__sched_push(pc__sched_t *s, pc__job_t *unit) {
   pc__heap_t *h = unit->unit.mem > PC__SCHED_SMALL ? &s->big : &s->small;
   int err;

@@ -51,6 +51,12 @@ typedef struct pc__sched {
 
 void pc__sched_init(pc__sched_t *s, unsigned jobs, uint64_t limit);
 
+/* Memory the run holds beside its units from before the first starts to
+ * its end (the earlier releases' listings and Django manifests): counted
+ * in `used` throughout, so that the units in flight keep to what is left.
+ */
+void pc__sched_hold(pc__sched_t *s, uint64_t bytes);
+
 /* Adds a unit (its head: weight and mem set). 0, or -ENOMEM with the unit
  * not taken.
  */

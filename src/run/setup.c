@@ -487,13 +487,18 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
     return err;
   }
   r->cfg.prev = r->prev;
+  /* The Django manifests may take a quarter of the memory limit, all
+   * together; what they and the listings hold is the units' no more.
+   */
   if (r->cfg.deltas != 0 &&
-      (err = pc__dictset_open(&r->dicts, opts, r->roots, r->nroots, dict_error,
-                              r, &bad)) != 0) {
+      (err = pc__dictset_open(&r->dicts, opts, r->roots, r->nroots,
+                              r->sched.limit / 4, dict_error, r, &bad)) != 0) {
     if (totals != NULL && bad < opts->n_dict_dirs)
       totals->err_path = opts->dict_dirs[bad];
     return err;
   }
+  pc__sched_hold(&r->sched, r->dicts.mem);
+  r->totals.mem_dicts = r->dicts.mem;
   if (opts->cache_dir != NULL && (err = open_cache(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->cache_dir;

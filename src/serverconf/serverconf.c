@@ -58,9 +58,17 @@ static int note_deltas(pc__conf_t *c, json_t *deltas, int *kept) {
     return PC_ENOTMANIFEST;
   json_array_foreach(deltas, i, d) {
     const char *sha = json_string_value(json_object_get(d, "sha256"));
-    if (!json_is_object(d) || sha == NULL || !is_hex64(sha))
+    int size = json_is_integer(json_object_get(d, "size"));
+    if (!json_is_object(d))
       return PC_ENOTMANIFEST;
-    *kept |= json_is_integer(json_object_get(d, "size"));
+    /* A delta not kept whose dictionary was not read (a link, a private
+     * or too large one, ...) has no hash: no dictionary to serve.
+     */
+    if (sha == NULL && !size)
+      continue;
+    if (sha == NULL || !is_hex64(sha))
+      return PC_ENOTMANIFEST;
+    *kept |= size;
     if (PC__GROW(c->dicts, c->ndicts, c->dcap, 16) != 0)
       return -ENOMEM;
     memcpy(c->dicts[c->ndicts++].hex, sha, 65);

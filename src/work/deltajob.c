@@ -1,8 +1,12 @@
 /* A job's deltas on its worker (deltajob.h, docs/deltas.md). One
- * predecessor at a time: read whole (below its --dictionary-from DIR,
- * through no symlink), named by its SHA-256, compressed against in each
- * delta format; the outputs kept in memory until the plain outputs are
- * settled, then written through the output protocol as they are.
+ * predecessor at a time: judged first by what the listing says of it
+ * (dictset.h: a link, an ambiguous key, a name too long, a dictionary its
+ * file's readers could not read or far larger than the file), then read
+ * whole (below its --dictionary-from DIR, through no symlink, judged again
+ * on the descriptors it is read from, no larger than it was listed),
+ * named by its SHA-256, compressed against in each delta format; the
+ * outputs kept in memory until the plain outputs are settled, then written
+ * through the output protocol as they are.
  */
 #include "work/deltajob.h"
 
@@ -35,13 +39,17 @@ static int level_of(const pc__cfg_t *c, int f) {
 }
 
 uint64_t pc__deltas_mem(const pc__job_t *j) {
+  const char *base = j->fullpath + pc__job_base_off(j);
   uint64_t dict = 0, enc = 0, m;
   unsigned d, n = 0;
   int f;
 
   for (d = 0; d < PC_DICT_DIRS_MAX; d++) {
     const pc__dictfile_t *p = j->preds[d];
-    if (p == NULL)
+    /* One the listing refuses is never read (its owner's bits are not
+     * known here: one refused for them only is counted).
+     */
+    if (p == NULL || pc__dictset_skip(p, base, j->size, NULL) != PC_DSKIP_NONE)
       continue;
     n++;
     dict = p->size > dict ? p->size : dict;
@@ -85,24 +93,45 @@ static int source(pc__work_t *w, unsigned char **buf, const unsigned char **p) {
   return 0;
 }
 
+/* What the predecessor opened (st), reached as `way` says, tells before
+ * it is read: 0, or why it is not (PC_ENOTREG; PC_DSKIP_PRIVATE when a
+ * reader of the outputs of `file` could not read it; PC_DSKIP_CHANGED when
+ * it is larger than `listed`, the size the memory estimate counted).
+ */
+static int judge_opened(pc__reach_t way, const struct stat *st,
+                        const struct stat *file, uint64_t listed) {
+  if (!S_ISREG(st->st_mode))
+    return PC_ENOTREG;
+  pc__reach_file(&way, st);
+  if (!pc__reach_covers(&way, file))
+    return PC_DSKIP_PRIVATE;
+  return (uint64_t)st->st_size > listed ? PC_DSKIP_CHANGED : 0;
+}
+
 /* Reads predecessor p whole into *data (*n bytes), or says why not: 0
  * with *data set, a PC_DSKIP_* > 0 (not the job's failure), or a negative
- * code about the dictionary.
+ * code about the dictionary. Who could read it is judged again here, on
+ * the descriptors opened (DIR's, each directory's below it, the file's):
+ * what the listing saw may have changed since. And no more is read than
+ * the listing's size, which the job's memory estimate counted.
  */
 static int read_dict(pc__work_t *w, const pc__dictfile_t *p,
                      unsigned char **data, size_t *n, struct stat *st) {
   const pc__dictset_t *s = w->j->cfg->dicts;
   const char *slash = strrchr(p->rel, '/'), *base = p->rel;
   int dfd = s->fd[p->dir], fd, err = 0;
+  pc__reach_t reach;
 
   *data = NULL;
-  if (p->link)
-    return PC_DSKIP_LINK;
+  pc__reach_init(&reach);
+  if (fstat(dfd, st) != 0)
+    return PC__ERRNO();
+  pc__reach_dir(&reach, st);
   if (slash != NULL) {
     char *dir = strndup(p->rel, (size_t)(slash - p->rel));
     if (dir == NULL)
       return -ENOMEM;
-    dfd = pc__open_below(dfd, dir, 0);
+    dfd = pc__open_below_reach(dfd, dir, &reach);
     free(dir);
     if (dfd < 0)
       return dfd;
@@ -116,15 +145,12 @@ static int read_dict(pc__work_t *w, const pc__dictfile_t *p,
     close(dfd);
   if (err != 0)
     return err;
-  if (fstat(fd, st) != 0)
-    err = PC__ERRNO();
-  else if (!S_ISREG(st->st_mode))
-    err = PC_ENOTREG;
-  else if ((uint64_t)st->st_size > PC__DCZ_DICT_MAX)
-    err = PC_DSKIP_WINDOW;
-  else if ((*data = malloc(st->st_size > 0 ? (size_t)st->st_size : 1)) == NULL)
+  err = fstat(fd, st) != 0 ? PC__ERRNO()
+                           : judge_opened(reach, st, &w->st, p->size);
+  if (err == 0 &&
+      (*data = malloc(st->st_size > 0 ? (size_t)st->st_size : 1)) == NULL)
     err = -ENOMEM;
-  else if ((err = pc__read_full(fd, *data, (size_t)st->st_size, 0)) == 0)
+  if (err == 0 && (err = pc__read_full(fd, *data, (size_t)st->st_size, 0)) == 0)
     *n = (size_t)st->st_size;
   close(fd);
   if (err != 0) {
@@ -315,23 +341,62 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
   return 0;
 }
 
-/* Every delta of a file over every window: skipped, none made. */
-static void over_window(pc__job_t *j) {
-  unsigned d;
+/* Every delta against predecessor p (DIR d) not made, for `why`: a
+ * PC_DSKIP_* > 0, or the negative code met reading it (PC_DSKIP_ERROR).
+ * Nothing of p was read, or nothing is said of it: no hash, size or mtime.
+ */
+static void not_made(pc__job_t *j, unsigned d, const pc__dictfile_t *p,
+                     int why) {
   int k;
 
-  for (d = 0; d < PC_DICT_DIRS_MAX; d++)
-    if (j->preds[d] != NULL)
-      for (k = 0; k < PC_NDELTAS; k++)
-        if (j->cfg->deltas & PC_DELTA_BIT(k))
-          add(j, k, d, j->preds[d], NULL)->skip = PC_DSKIP_WINDOW;
+  for (k = 0; k < PC_NDELTAS; k++) {
+    pc_delta_t *x;
+    if (!(j->cfg->deltas & PC_DELTA_BIT(k)))
+      continue;
+    x = add(j, k, d, p, NULL);
+    x->skip = why > 0 ? (pc_delta_skip_t)why : PC_DSKIP_ERROR;
+    x->err = why < 0 ? why : 0;
+  }
+}
+
+/* The deltas against predecessor p (DIR d), read into dict[0..dn) as st
+ * says, SHA-256 h; seen[0..*nseen) the hashes of the earlier DIRs'.
+ */
+static int against_read(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
+                        const unsigned char *dict, size_t dn,
+                        const struct stat *st, const unsigned char *src,
+                        unsigned char (*seen)[PC__SHA256_LEN],
+                        unsigned *nseen) {
+  pc__job_t *j = w->j;
+  unsigned char h[PC__SHA256_LEN];
+  unsigned k, first = j->res.ndeltas;
+  int err = 0;
+
+  pc__sha256(dict, dn, h);
+  for (k = 0; k < *nseen && memcmp(seen[k], h, sizeof(h)) != 0; k++)
+    ;
+  if (k == *nseen) {
+    memcpy(seen[(*nseen)++], h, sizeof(h));
+    err = against(w, d, p, dict, dn, h, src);
+  } else { /* an earlier DIR gave these bytes: its delta serves both */
+    for (k = 0; k < PC_NDELTAS; k++)
+      if (j->cfg->deltas & PC_DELTA_BIT(k))
+        add(j, (int)k, d, p, h)->skip = PC_DSKIP_SAME;
+  }
+  for (; first < j->res.ndeltas; first++) {
+    j->res.deltas[first].dict_size = (uint64_t)st->st_size;
+    j->res.deltas[first].dict_mtime_ns = pc__ns(st->st_mtim);
+  }
+  return err;
 }
 
 int pc__deltas_make(pc__work_t *w) {
   pc__job_t *j = w->j;
+  const char *base = j->fullpath + pc__job_base_off(j);
   unsigned char *own = NULL, seen[PC_DICT_DIRS_MAX][PC__SHA256_LEN];
   const unsigned char *src = NULL;
-  unsigned d, k, nseen = 0;
+  pc_delta_skip_t why[PC_DICT_DIRS_MAX];
+  unsigned d, nseen = 0, nread = 0;
   int err = 0;
 
   /* A job runs again after a wait (dedupe) or a reschedule: anything
@@ -347,57 +412,40 @@ int pc__deltas_make(pc__work_t *w) {
   if ((w->dw = calloc(1, sizeof(*w->dw))) == NULL ||
       (j->res.deltas = calloc(MAX_DELTAS, sizeof(*j->res.deltas))) == NULL)
     return pc__job_failed(j, -ENOMEM, NULL);
-  if (j->size > PC__DCZ_DICT_MAX) { /* no window takes it whole */
-    over_window(j);
-    return 0;
+  /* What the listing says first: a predecessor it refuses is not opened,
+   * and without one to read the source is not read again either.
+   */
+  for (d = 0; d < PC_DICT_DIRS_MAX; d++) {
+    why[d] = j->preds[d] == NULL
+                 ? PC_DSKIP_NONE
+                 : pc__dictset_skip(j->preds[d], base, j->size, &w->st);
+    nread += j->preds[d] != NULL && why[d] == PC_DSKIP_NONE;
   }
-  if ((err = source(w, &own, &src)) != 0) {
+  if (nread > 0 && (err = source(w, &own, &src)) != 0) {
     free(own);
     return pc__job_failed(j, err, NULL);
   }
   for (d = 0; err == 0 && d < PC_DICT_DIRS_MAX; d++) {
     const pc__dictfile_t *p = j->preds[d];
-    unsigned char *dict, h[PC__SHA256_LEN];
+    unsigned char *dict;
     struct stat st;
     size_t dn = 0;
-    unsigned first = j->res.ndeltas;
-    int why;
+    int r;
     if (p == NULL)
       continue;
     memset(&st, 0, sizeof(st));
-    if ((why = read_dict(w, p, &dict, &dn, &st)) != 0) {
+    r = why[d] != PC_DSKIP_NONE ? (int)why[d]
+                                : read_dict(w, p, &dict, &dn, &st);
+    if (r != 0) {
       /* Not the file's failure: its plain outputs stand; the record
        * says why this delta is missing (an error with its code).
        */
-      for (k = 0; k < PC_NDELTAS; k++) {
-        pc_delta_t *x;
-        if (!(j->cfg->deltas & PC_DELTA_BIT(k)))
-          continue;
-        x = add(j, (int)k, d, p, NULL);
-        x->skip = why > 0 ? (pc_delta_skip_t)why : PC_DSKIP_ERROR;
-        x->err = why < 0 ? why : 0;
-      }
-      if (why == -ENOMEM) {
-        err = why;
-        break;
-      }
+      not_made(j, d, p, r);
+      if (r == -ENOMEM)
+        err = r;
       continue;
     }
-    pc__sha256(dict, dn, h);
-    for (k = 0; k < nseen && memcmp(seen[k], h, sizeof(h)) != 0; k++)
-      ;
-    if (k == nseen) {
-      memcpy(seen[nseen++], h, sizeof(h));
-      err = against(w, d, p, dict, dn, h, src);
-    } else { /* an earlier DIR gave these bytes: its delta serves both */
-      for (k = 0; k < PC_NDELTAS; k++)
-        if (j->cfg->deltas & PC_DELTA_BIT(k))
-          add(j, (int)k, d, p, h)->skip = PC_DSKIP_SAME;
-    }
-    for (; first < j->res.ndeltas; first++) {
-      j->res.deltas[first].dict_size = (uint64_t)st.st_size;
-      j->res.deltas[first].dict_mtime_ns = pc__ns(st.st_mtim);
-    }
+    err = against_read(w, d, p, dict, dn, &st, src, seen, &nseen);
     free(dict);
   }
   free(own);

@@ -56,8 +56,11 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
 }
 
 /* One recorded delta still what this run would make: the same predecessor,
- * unchanged by size and mtime since (a link still a link), its output
- * there as recorded and stamped with its mtime (delta.h).
+ * refused before it is read for the same reason (a link, an ambiguous key,
+ * its readers, its size, ...), or read, refused for none now and
+ * unchanged by size and mtime since, its output there as recorded and
+ * stamped with its mtime (delta.h). One that could not be read, or grew
+ * while it was, is tried again.
  */
 static int delta_current(const pc__prev_t *prev, const pc__prev_delta_t *d,
                          const pc__dictfile_t *pred, int dfd, const char *name,
@@ -66,11 +69,13 @@ static int delta_current(const pc__prev_t *prev, const pc__prev_delta_t *d,
   struct stat ost;
 
   if (pred == NULL || strcmp(pc__prev_dict(prev, d), pred->rel) != 0 ||
-      d->skip == PC_DSKIP_ERROR || (d->skip == PC_DSKIP_LINK) != pred->link)
+      d->skip == PC_DSKIP_ERROR || d->skip == PC_DSKIP_CHANGED)
     return 0;
-  if (pred->link)
-    return 1;
-  if (d->dict_size != pred->size ||
+  if (!pc__delta_read(d->sha256))
+    return d->skip == pc__dictset_skip(pred, name, (uint64_t)st->st_size, st);
+  if (pc__dictset_skip(pred, name, (uint64_t)st->st_size, st) !=
+          PC_DSKIP_NONE ||
+      d->dict_size != pred->size ||
       !pc__mtime_same(d->dict_mtime_ns, pred->mtime_ns))
     return 0;
   if (d->skip != PC_DSKIP_NONE)

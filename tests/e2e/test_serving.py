@@ -62,6 +62,9 @@ KNOWN_TYPES = {
     b".png": ("image/png",),
     b".txt": ("text/plain",),
 }
+# Sources whose names hold what a URL escapes (served from odd/ in the site's copy).
+ODD_NAMES = ("100%.css", "50%25 off.css", "a#b.css", "what?.css", "sp ace.css", "plus+sign.css",
+             "semi;colon.css", "amp&eq=.css")
 START_TIMEOUT = 15
 REQUEST_TIMEOUT = 10
 
@@ -425,6 +428,15 @@ class ServingBase(PCTestCase):
 
     def prepare_site(self):
         root = self.copy_site()
+        # Names a URL must escape, and which a server's rules must not decode twice: a
+        # rewrite that puts the decoded name back into a URL reads "%41" as "A", and
+        # starts a query string at "?" or a fragment at "#".
+        odd = os.path.join(root, "odd")
+        os.mkdir(odd)
+        body = b"".join(b".rule-%d { margin: %dpx; }\n" % (k, k % 7) for k in range(300))
+        for name in ODD_NAMES:
+            with open(os.path.join(odd, name), "wb") as f:
+                f.write(body)
         args = ["-q", root]
         self.zstd = have_zstd_build()
         if self.zstd:

@@ -8,8 +8,8 @@
  *  - against a reference (jansson on the whole input, duplicate keys
  *    refused, then the shape checked here again: an object, "version" a
  *    string "1.<digits>", "paths" an object of non-empty strings without a
- *    NUL): accepted exactly when the reference accepts, with as many pairs
- *    as "paths" has;
+ *    NUL, no other member an array or an object): accepted exactly when
+ *    the reference accepts, with as many pairs as "paths" has;
  *  - every pair is found by its name, with the reference's hashed name;
  *    a hashed name found by pc__djman_name() maps back to a name that
  *    gives it, and one that two names give is found by neither.
@@ -57,6 +57,10 @@ static json_t *reference(const uint8_t *data, size_t size, json_t **doc) {
   if (!json_is_object(*doc) || !json_is_object(paths) ||
       !ref_version_ok(json_object_get(*doc, "version")))
     goto no;
+  json_object_foreach(*doc, key, v) {
+    if (v != paths && (json_is_object(v) || json_is_array(v)))
+      goto no;
+  }
   json_object_foreach(paths, key, v) {
     const char *h = json_string_value(v);
     if (h == NULL || key[0] == '\0' || h[0] == '\0' ||
@@ -110,7 +114,7 @@ static int read_back(const uint8_t *data, size_t size, pc__djman_t *m) {
   check(fd >= 0);
   check(size == 0 || write(fd, data, size) == (ssize_t)size);
   snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-  err = pc__djman_read(m, AT_FDCWD, path, 0);
+  err = pc__djman_read(m, AT_FDCWD, path, 0, UINT64_MAX);
   close(fd);
   return err;
 }

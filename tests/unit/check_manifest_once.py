@@ -4,11 +4,11 @@
 Fails when, in the library and the program's sources (src/, src/cli/):
   - a file other than src/manifest/manifest_read.c includes <jansson.h>: parsing JSON is how a
     second manifest reader would start (the writer and every user go through
-    manifest_read.c's decoded header and lines). Two exceptions: for now, src/serverconf/serverconf.c
+    manifest_read.c's decoded header and lines). One exception: for now, src/serverconf/serverconf.c
     (server-config), which reads the files' "deltas" (issue 22) that the reader's lines do
-    not carry yet, and goes through the reader once they do; and src/manifest/djmanifest.c, which
-    reads Django's staticfiles.json (another program's format, not a precompress manifest)
-    to pair files by logical name;
+    not carry yet, and goes through the reader once they do. (src/manifest/djmanifest.c reads
+    Django's staticfiles.json, another program's format, with a parser of its own that keeps
+    to a memory budget: no jansson there either);
   - a level key ("gzip_level", "brotli_quality", "zstd_level") is spelled as a string
     anywhere but once: the spec's table pc__spec_fields in src/manifest/manifest_read.c;
   - a manifest key only the manifest has ("path_hex", "mtime_ns", "gzip_engine",
@@ -27,9 +27,6 @@ import sys
 READER = "manifest/manifest_read.c"
 # Parses a manifest whole with jansson until manifest_read.c's lines carry "deltas".
 DELTAS_READER = "serverconf/serverconf.c"
-# Reads Django's staticfiles.json, another program's format and not ours: no second
-# reader of precompress's manifest (issue 22, pairing by logical name).
-DJANGO_READER = "manifest/djmanifest.c"
 MODULE = {"manifest/manifest.c", READER, "manifest/manifest.h"}
 LEVEL_KEYS = ["gzip_level", "brotli_quality", "zstd_level"]
 LINE_KEYS = ["path_hex", "mtime_ns", "gzip_engine", "max_ratio", "min_size"]
@@ -74,7 +71,7 @@ def main():
                     files[rel] = code_only(f.read())
     failed = []
     for rel, code in files.items():
-        if rel not in (READER, DELTAS_READER, DJANGO_READER) and re.search(r"#\s*include\s*<jansson\.h>", code):
+        if rel not in (READER, DELTAS_READER) and re.search(r"#\s*include\s*<jansson\.h>", code):
             failed.append("%s includes <jansson.h>: manifests are parsed only in src/%s" % (rel, READER))
         for name in OLD_NAMES:
             if re.search(r"\b%s\b" % name, code):
