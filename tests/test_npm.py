@@ -26,9 +26,9 @@ templates, committed with their lock files):
   (PRECOMPRESS) writes for the same tree; two builds with a change give .dcz deltas that
   `zstd -d -D` decodes with their dictionary (the first build) and .dcb deltas whose header
   names it; the second build takes unchanged files from the cache; `vite build --watch`
-  compresses each rebuild; `build.write: false` and SSR builds compress nothing; a missing
-  program, a bad option and a failing file fail the build with one line. The Rollup plugin
-  from the Vite 5 project's Rollup.
+  compresses each rebuild; `build.write: false`, SSR builds and the server environment of
+  `vite build --app` compress nothing; a missing program, a bad option and a failing file
+  fail the build with one line. The Rollup plugin from the Vite 5 project's Rollup.
 
 Needs PRECOMPRESS_RELEASE (dist/release.sh's directory), node and npm (.ci/deps npm); the
 Vite 8 projects need Node ^20.19 or >= 22.12 (Debian 12's own Node.js 18 builds only the
@@ -797,6 +797,18 @@ class Vite(Base):
                 p = self.vite(d, "--ssr", entry, "--outDir", "dist-ssr")
                 self.assertTrue(os.listdir(os.path.join(d, "dist-ssr")))
                 self.assertEqual(outputs(os.path.join(d, "dist-ssr")), {})
+        # Vite 6+: one build of two environments (`vite build --app`): the client's is
+        # compressed, the server's is not
+        d = self.installed("vanilla-app", "npm", "registry")
+        self.write_config(d, "{ verbose: false }", name="vite.app.config.js", extra=(
+            "builder: {}, environments: { client: { build: { outDir: 'dist/client' } }, "
+            "ssr: { build: { outDir: 'dist/server', rollupOptions: { input: 'src/main.js' } } } },"))
+        p = self.vite(d, "--app", "-c", "vite.app.config.js")
+        self.assertEqual(len(re.findall(r"precompress: \d+ of \d+ files in ", p.stdout)), 1, p.stdout)
+        self.assertIn("files in dist/client/: gz", p.stdout)
+        self.assertTrue(outputs(os.path.join(d, "dist", "client")))
+        self.assertTrue(os.listdir(os.path.join(d, "dist", "server")))
+        self.assertEqual(outputs(os.path.join(d, "dist", "server")), {})
 
     def assertOneLineFailure(self, p, line):
         """The build failed, and the message is there once, on a line of its own (Vite 8
