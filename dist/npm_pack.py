@@ -122,8 +122,10 @@ def main(argv):
                 die("%s holds %s" % (name, files))
             made.append(filename)
         filename, files = npm_pack(main_package(stage, version, platforms), out)
-        for need in ("bin/precompress.js", "index.js", "index.mjs", "index.d.ts", "vite.js", "vite.mjs",
-                     "rollup.js", "lib/binary.js", "lib/plugin.js", "LICENSE", "README.md", "package.json"):
+        for need in ("bin/precompress.js", "index.js", "index.mjs", "index.d.ts", "index.d.mts", "vite.js",
+                     "vite.mjs", "vite.d.ts", "vite.d.mts", "rollup.js", "rollup.mjs", "rollup.d.ts",
+                     "rollup.d.mts", "plugin-types.d.ts", "lib/args.js", "lib/binary.js", "lib/plugin.js",
+                     "LICENSE", "README.md", "package.json"):
             if need not in files:
                 die("@precompress/cli lacks %s" % need)
         made.append(filename)

@@ -233,7 +233,8 @@ class Base(PCTestCase):
         if "tools" not in SHARED:
             prefix = os.path.join(shared_dir(), "tools")
             os.makedirs(prefix)
-            sh(["npm", "install", "--prefix", prefix, "--no-save", "pnpm@10", "yarn@1"], prefix, timeout=300)
+            sh(["npm", "install", "--prefix", prefix, "--no-save", "pnpm@10", "yarn@1", "typescript@5",
+                "@types/node@20"], prefix, timeout=300)
             SHARED["tools"] = prefix
         return SHARED["tools"]
 
@@ -389,8 +390,11 @@ class Packages(Base):
         self.assertEqual(pkg["bin"], {"precompress": "bin/precompress.js"})
         self.assertEqual(sorted(pkg["exports"]), [".", "./package.json", "./rollup", "./vite"])
         for sub in (".", "./vite", "./rollup"):
-            for cond, rel in pkg["exports"][sub].items():
-                self.assertIn("package/" + rel[2:], members, (sub, cond))
+            self.assertEqual(sorted(pkg["exports"][sub]), ["import", "require"])
+            for cond, targets in pkg["exports"][sub].items():
+                self.assertEqual(list(targets), ["types", "default"])  # types first, as TypeScript reads them
+                for rel in targets.values():
+                    self.assertIn("package/" + rel[2:], members, (sub, cond))
         self.assertEqual(members["package/bin/precompress.js"].mode & 0o777, 0o755)
         self.assertTrue(blobs["package/bin/precompress.js"].startswith(b"#!/usr/bin/env node\n"))
         # plain JavaScript, no dependency: every require is Node's or the package's own
@@ -648,6 +652,50 @@ const tries = [{ formats: ['deflate'] }, { levles: {} }, { levels: { brotli: 12 
         self.assertEqual(res[0][1], 'precompress: option formats: "deflate" is not a format: gzip (gz), brotli (br) or zstd (zst)')
         self.assertTrue(res[1][1].startswith("precompress: unknown option levles (known: "), res[1])
         self.assertEqual(res[2][1], "precompress: option levels.brotli: 12 is not an integer from 0 to 11")
+
+    def test_types_compile(self):
+        """index.d.ts, vite.d.ts, rollup.d.ts and their .d.mts twins, under tsc --strict: ES
+        modules and CommonJS (nodenext), a bundler's resolution, and a vite.config.ts whose
+        defineConfig() takes the plugin."""
+        tools = self.tools()
+        tsc = os.path.join(tools, "node_modules", "typescript", "bin", "tsc")
+        uses = """
+  const s: Summary = await precompress(['dist'], { formats: ['gz', 'brotli'], levels: { brotli: 11 },
+    onFile: (f: FileRecord) => void f.path });
+  const n: number = s.formats.gz?.bytes_out ?? 0;
+  const it = files('dist', { dictionaryFrom: ['prev'], signal: new AbortController().signal });
+  for await (const f of it) { const st: string = f.status; void st; }
+  const sum: Summary = await it.summary;
+  try { await precompress('x'); } catch (e) { if (e instanceof PrecompressError) { const c: number | null = e.exitCode; void c; } }
+  const p = vitePlugin({ include: /\\.js$/, threshold: 1024, algorithms: ['gzip', 'brotliCompress'], deltas: true, cacheDir: false });
+  const r = rollupPlugin({ formats: 'gz,br' });
+  void [n, sum, p.name, r.name];
+"""
+        esm = ("import { precompress, files, PrecompressError, type Summary, type FileRecord } from '@precompress/cli';\n"
+               "import vitePlugin from '@precompress/cli/vite';\nimport rollupPlugin from '@precompress/cli/rollup';\n"
+               "export async function main(): Promise<void> {%s}\n" % uses)
+        cjs = ("import api = require('@precompress/cli');\nimport vitePlugin = require('@precompress/cli/vite');\n"
+               "import rollupPlugin = require('@precompress/cli/rollup');\n"
+               "export async function main(): Promise<void> {\n"
+               "  const s: api.Summary = await api.precompress('dist', { formats: ['zst'] });\n"
+               "  const p: vitePlugin.PrecompressVitePlugin = vitePlugin({ include: '**/*.js' });\n"
+               "  const q = vitePlugin.default({ deltas: 'prev' });\n"
+               "  const r = rollupPlugin.precompress({ minSize: '4k' });\n  void [s, p, q, r, api.default];\n}\n")
+        config = ("import { defineConfig } from 'vite';\nimport precompress from '@precompress/cli/vite';\n"
+                  "export default defineConfig({ plugins: [precompress({ formats: ['gzip', 'brotli'], deltas: true })] });\n")
+        for name, text, module, resolution in (("t.mts", esm, "nodenext", "nodenext"), ("t.cts", cjs, "nodenext", "nodenext"),
+                                               ("t.ts", esm, "esnext", "bundler"), ("vite.config.check.ts", config, "esnext", "bundler")):
+            with self.subTest(name=name, resolution=resolution):
+                with open(os.path.join(self.d, name), "w") as f:
+                    f.write(text)
+                with open(os.path.join(self.d, "tsconfig.check.json"), "w") as f:
+                    json.dump({"compilerOptions": {"strict": True, "noEmit": True, "module": module,
+                                                   "moduleResolution": resolution, "target": "es2022",
+                                                   "types": ["node"], "skipLibCheck": name.startswith("vite."),
+                                                   "typeRoots": [os.path.join(tools, "node_modules", "@types")]},
+                               "files": [name]}, f)
+                p = sh(["node", tsc, "-p", "tsconfig.check.json"], self.d, check=False)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_options_map_to_arguments(self):
         p = self.node("""

@@ -1,13 +1,12 @@
-import type { PluginOptions } from './vite';
+// Types of @precompress/cli/rollup as CommonJS (require): the function is
+// module.exports, with .default and .precompress the same function.
+import type { PluginOptions as Options, PrecompressRollupPlugin as Plugin } from './plugin-types.js';
 
-export type { PluginOptions };
-
-/** A Rollup plugin: compresses each output's files once they are written. */
-export interface PrecompressRollupPlugin {
-  name: 'precompress';
-  [hook: string]: unknown;
+declare function precompress(options?: Options): Plugin;
+declare namespace precompress {
+  export type PluginOptions = Options;
+  export type PrecompressRollupPlugin = Plugin;
+  export const precompress: (options?: Options) => Plugin;
+  export { precompress as default };
 }
-
-declare function precompress(options?: PluginOptions): PrecompressRollupPlugin;
-export { precompress };
-export default precompress;
+export = precompress;
