@@ -344,6 +344,36 @@ class Base(PCTestCase):
         pkgs = sorted(os.listdir(os.path.join(d, "node_modules", "@precompress")))
         return d, pkgs
 
+    def big_tree(self):
+        tree = self.path("big")
+        os.makedirs(tree)
+        blob = words_data(3 << 20)
+        for i in range(24):
+            with open(os.path.join(tree, "f%02d.txt" % i), "wb") as f:
+                f.write(blob[i:] + blob[:i])
+        return tree
+
+    def children(self, pid):
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def assertGone(self, pid, tree):
+        deadline = time.time() + 10
+        while time.time() < deadline and os.path.exists("/proc/%d" % pid):
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists("/proc/%d" % pid), "the program outlived the launcher")
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open("/proc/%s/cmdline" % entry, "rb") as f:
+                        self.assertNotIn(tree.encode(), f.read(), "a stray process works on the tree")
+                except OSError:
+                    pass
+        self.assertEqual([n for n in os.listdir(tree) if n.endswith(".tmp")], [])
+
 
 class Packages(Base):
     def test_tarballs_are_in_sha256sums(self):
@@ -463,22 +493,6 @@ class Launcher(Base):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(json.loads(p.stdout)["files"], 1)
 
-    def big_tree(self):
-        tree = self.path("big")
-        os.makedirs(tree)
-        blob = words_data(3 << 20)
-        for i in range(24):
-            with open(os.path.join(tree, "f%02d.txt" % i), "wb") as f:
-                f.write(blob[i:] + blob[:i])
-        return tree
-
-    def children(self, pid):
-        try:
-            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
-            return []
-
     def start(self, tree):
         p = subprocess.Popen([self.launcher, "-q", "--formats", "br", "-j", "2", tree], cwd=self.d, env=base_env(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -494,20 +508,6 @@ class Launcher(Base):
         while time.time() < deadline and not any(n.startswith(".") for n in os.listdir(tree)):
             time.sleep(0.05)
         return p, child
-
-    def assertGone(self, pid, tree):
-        deadline = time.time() + 10
-        while time.time() < deadline and os.path.exists("/proc/%d" % pid):
-            time.sleep(0.05)
-        self.assertFalse(os.path.exists("/proc/%d" % pid), "the program outlived the launcher")
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open("/proc/%s/cmdline" % entry, "rb") as f:
-                        self.assertNotIn(tree.encode(), f.read(), "a stray process works on the tree")
-                except OSError:
-                    pass
-        self.assertEqual([n for n in os.listdir(tree) if n.endswith(".tmp")], [])
 
     def test_sigint_and_sigterm_stop_both(self):
         tree = self.big_tree()
@@ -652,6 +652,28 @@ const tries = [{ formats: ['deflate'] }, { levles: {} }, { levels: { brotli: 12 
         self.assertEqual(res[0][1], 'precompress: option formats: "deflate" is not a format: gzip (gz), brotli (br) or zstd (zst)')
         self.assertTrue(res[1][1].startswith("precompress: unknown option levles (known: "), res[1])
         self.assertEqual(res[2][1], "precompress: option levels.brotli: 12 is not an integer from 0 to 11")
+
+    def test_a_signal_to_node_stops_the_program(self):
+        """A build killed with SIGTERM (Node's default: it dies of it) leaves no program
+        compressing on: the API passes the signal on first, then dies of it."""
+        tree = self.big_tree()
+        script = os.path.join(self.d, "t-signal.cjs")
+        with open(script, "w") as f:
+            f.write("require('@precompress/cli').precompress(%r, { formats: 'br', jobs: 2 }).then(() => console.log('done'));\n" % tree)
+        p = subprocess.Popen(["node", script], cwd=self.d, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        kids = []
+        while time.time() < deadline and not kids:
+            kids = self.children(p.pid)
+            time.sleep(0.05)
+        self.assertTrue(kids, "no program started")
+        while time.time() < deadline and not any(n.startswith(".") for n in os.listdir(tree)):
+            time.sleep(0.05)
+        os.kill(p.pid, signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGTERM, err)
+        self.assertEqual(out, b"")
+        self.assertGone(kids[0], tree)
 
     def test_types_compile(self):
         """index.d.ts, vite.d.ts, rollup.d.ts and their .d.mts twins, under tsc --strict: ES

@@ -9,6 +9,37 @@ const readline = require('readline');
 const { binaryPath, spawnFailure, BinaryError } = require('./lib/binary.js');
 const { toArgs, OptionError } = require('./lib/args.js');
 
+// The programs running for this process. A signal that would end Node
+// (SIGINT, SIGTERM, SIGHUP with no listener of the host's) reaches them
+// first, so that killing a build does not leave a program compressing on,
+// orphaned; then this process dies of it as it would have.
+const live = new Set();
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+const handlers = {};
+for (const sig of SIGNALS) {
+  handlers[sig] = () => {
+    for (const c of live) {
+      try {
+        c.kill(sig);
+      } catch (e) {
+        // gone already
+      }
+    }
+    if (process.listenerCount(sig) === 1) {
+      for (const s of SIGNALS) process.removeListener(s, handlers[s]);
+      process.kill(process.pid, sig);
+    }
+  };
+}
+function track(child) {
+  if (live.size === 0) for (const s of SIGNALS) process.on(s, handlers[s]);
+  live.add(child);
+  child.on('close', () => {
+    live.delete(child);
+    if (live.size === 0) for (const s of SIGNALS) process.removeListener(s, handlers[s]);
+  });
+}
+
 class PrecompressError extends Error {
   constructor(message, fields) {
     super(message);
@@ -69,6 +100,7 @@ function run(dirs, options, onRecord) {
       env: options.env,
       stdio: [cmd.input === null ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
+    track(child);
     const stderr = [];
     let summary = null;
     let callbackError = null;
