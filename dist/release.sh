@@ -16,7 +16,7 @@
 # sqlite, jansson, xxhash, libdeflate and zopfli, and Debian 13's brotli
 # 1.1.0 (its dictionary API). Nothing is installed on the system for them,
 # and the machine's own -dev packages are not used. The tools (compilers,
-# qemu-user, podman) are `.ci/deps release`.
+# qemu-user, podman; Node.js and npm for `npm pack`) are `.ci/deps release`.
 #
 # Environment: PC_RELEASE_CACHE (downloaded packages; default
 # ~/.cache/precompress-release), PC_RELEASE_ARCHES (default
@@ -171,6 +171,15 @@ print(build_backend.build_sdist(sys.argv[1]))
 ' "$out") >&2
 }
 
+# 5b. The npm packages (dist/npm_pack.py, with `npm pack`): one per
+#     architecture holding its program, and @precompress/cli (npm/cli/) with
+#     them as optional dependencies at this version.
+npm_packages() {
+  local arch args=()
+  for arch in $arches; do args+=("$arch=$work/bin-$arch/precompress"); done
+  (cd "$work/src" && python3 dist/npm_pack.py "$version" "$out" "${args[@]}") >&2
+}
+
 # 6. The image: FROM scratch, the binary and its licence, one per
 #    architecture, in one OCI archive with an index (podman needs no
 #    emulation: nothing runs at build time).
@@ -216,6 +225,8 @@ for arch in $arches; do
 done
 step "sdist"
 sdist
+step "npm packages"
+npm_packages
 if [ "${PC_RELEASE_IMAGE:-1}" != 0 ]; then
   step "image"
   image
