@@ -11,19 +11,36 @@
  */
 int pc__cache_get(pc__work_t *w, int f, uint64_t limit);
 
+/* Sources up to this size are looked up in the remote cache and stored
+ * there: a fetched payload is held in memory whole.
+ */
+#define PC__REMOTE_MAX ((uint64_t)32 << 20)
+
+/* Looks the formats in `want` (PC_FMT_BIT()s) up in the remote cache, all
+ * at once, and takes each answer that decides the keep rule at `limit`
+ * and whose payload decodes to the source (as pc__cache_get() takes a
+ * local one; a kept payload is left in w->fs[f].buf). Returns the formats
+ * still to compress.
+ */
+unsigned pc__cache_fetch(pc__work_t *w, unsigned want, uint64_t limit);
+
 /* Copies the held payload (n bytes) into the format's temp file. The hit
  * is released on failure (the job's error is set), else by the caller.
  */
 int pc__cache_copy(pc__work_t *w, pc__fmt_t *s, uint64_t n);
 
 /* Marks the format's result as one to store (s->hash = w->h) when this
- * run compressed it and stores: a cache open, the content hashed, not a
- * dry run, not copied from an identical file or taken from the cache.
+ * run compressed it and stores: a cache open (local or remote), the
+ * content hashed, not a dry run, not copied from an identical file or
+ * taken from a cache; or when it came from the remote cache and a local
+ * one is open (stored there only).
  */
 void pc__cache_mark(const pc__work_t *w, pc__fmt_t *s);
 
 /* Stores a kept output of n bytes from its own bytes (in memory, or
- * through the temp's descriptor before the rename), never from its name.
+ * through the temp's descriptor before the rename), never from its name:
+ * in the local store, and queued for the remote one unless it came from
+ * there.
  */
 void pc__cache_put_kept(pc__work_t *w, int f, uint64_t n);
 

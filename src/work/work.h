@@ -37,6 +37,8 @@ typedef struct pc__fmt {
   const char *base;    /* its last component, relative to the job's directory */
   int on;              /* enabled and not dropped */
   int cached;          /* the result came from the cache */
+  int fetched;         /* ... from the remote cache: stored in the local
+                          one only */
   int fresh;           /* `base` not in the walk's listing: written unnamed */
   pc__store_hit_t hit; /* a cached payload to copy (hit.rd), or zeroed */
   const unsigned char *mem; /* once settled: all of the output, still in

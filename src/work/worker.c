@@ -374,16 +374,24 @@ static int open_source(pc__work_t *w) {
 static int compress(pc__work_t *w) {
   pc__job_t *j = w->j;
   uint64_t limit;
+  unsigned want = 0;
   int any = 0, f, err;
 
   if (j->size == 0 || j->res.copied)
     return 0;
   limit =
       pc__keep_limit(j->size, j->cfg->spec.ratio_num, j->cfg->spec.ratio_den);
+  /* The local cache first, then the remote one for what it lacks (every
+   * format in one round trip).
+   */
+  for (f = 0; f < PC_NFORMATS; f++)
+    if ((j->cfg->spec.formats & PC_FMT_BIT(f)) &&
+        !(j->cfg->cache != NULL && w->have_hash && pc__cache_get(w, f, limit)))
+      want |= PC_FMT_BIT(f);
+  if (want != 0 && j->cfg->remote != NULL && w->have_hash)
+    want = pc__cache_fetch(w, want, limit);
   for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(j->cfg->spec.formats & PC_FMT_BIT(f)))
-      continue;
-    if (j->cfg->cache != NULL && w->have_hash && pc__cache_get(w, f, limit))
+    if (!(want & PC_FMT_BIT(f)))
       continue;
     if ((err = pc__enc_new(&w->fs[f].enc, (pc_format_t)f, j->cfg->spec.level[f],
                            j->cfg->spec.gzip_engine, j->size, j->cfg->jobs,
@@ -392,7 +400,7 @@ static int compress(pc__work_t *w) {
     w->fs[f].on = 1;
     any = 1;
   }
-  j->res.cached = !any && j->cfg->cache != NULL;
+  j->res.cached = !any && (j->cfg->cache != NULL || j->cfg->remote != NULL);
   if (any && (err = compress_all(w, limit)) != 0)
     return pc__job_failed(j, err, NULL);
   for (f = 0; f < PC_NFORMATS; f++) {
