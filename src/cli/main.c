@@ -651,10 +651,9 @@ static int remote_env(cli_args_t *args) {
     return 1;
   }
   if (pc_remote_version() == NULL) {
-    cli_report_msg(NULL,
-                   "--cache-url: this build has no libcurl (built with "
-                   "-Dcurl=disabled, -Dstatic=true, or without "
-                   "libcurl4-openssl-dev) (see 'precompress --help')");
+    cli_report_msg(NULL, "--cache-url: this build has no libcurl (built with "
+                         "-Dcurl=disabled, -Dstatic=true, or without "
+                         "libcurl4-openssl-dev) (see 'precompress --help')");
     return 1;
   }
   if ((ro = env_flag("PRECOMPRESS_CACHE_READ_ONLY")) < 0) {

@@ -430,14 +430,17 @@ static void finish(pc__remote_t *r, req_t *q, int rc) {
   if (q->kind == REQ_GET) {
     pc__remote_get_t *g = q->get;
     if (rc == CURLE_OK && code == 200) {
-      if (parse_entry(g, q->key))
+      if (parse_entry(g, q->key)) {
         r->st.hits++;
-      else
+      } else {
+        g->bad = 1;
         r->st.rejected++;
+      }
     } else if (rc == CURLE_OK && code == 404) {
       /* a miss */
     } else if (rc == CURLE_WRITE_ERROR && q->too_long) {
-      r->st.rejected++; /* longer than its source: not an entry of ours */
+      g->bad = 1; /* longer than its source: not an entry of ours */
+      r->st.rejected++;
     } else {
       r->st.lost++;
       if (rc >= 0 && !r->off) {
@@ -701,7 +704,7 @@ void pc__remote_get(pc__remote_t *r, pc__remote_get_t *g, size_t n) {
   size_t i;
 
   for (i = 0; i < n; i++) {
-    g[i].found = g[i].rejected = 0;
+    g[i].found = g[i].rejected = g[i].bad = 0;
     g[i].data = NULL;
     g[i].len = 0;
     g[i].body_ = NULL;

@@ -87,6 +87,8 @@ typedef struct pc__remote_get {
   pc__store_key_t key;
   uint64_t max;
   int found;    /* an entry of this key (payload or rejection) */
+  int bad;      /* an answer that is no entry of this key (another key's, or
+                   longer than `max`): rejected */
   int rejected; /* a rejection: the output exceeded `limit` */
   uint64_t limit;
   const unsigned char *data; /* the payload (len bytes) when found and

@@ -230,6 +230,8 @@ unsigned pc__cache_fetch(pc__work_t *w, unsigned want, uint64_t limit) {
   }
   pc__remote_get(j->cfg->remote, g, n);
   for (i = 0; i < n; i++) {
+    if (g[i].bad)
+      j->res.remote_rejected |= PC_FMT_BIT(fmt[i]);
     if (g[i].found && take_fetched(w, fmt[i], &g[i], limit))
       want &= ~PC_FMT_BIT(fmt[i]);
     pc__remote_get_free(&g[i]);
