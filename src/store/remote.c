@@ -516,9 +516,10 @@ static void remote_main(void *arg) {
   for (;;) {
     req_t *start, *q, *next;
     CURLMsg *m;
-    int running, left, stop = 0, late = 0;
+    int running, left, stop = 0, late = 0, closing;
 
     uv_mutex_lock(&r->mu);
+    closing = r->closing;
     if (r->closing && r->gets == NULL && r->puts == NULL && r->active == 0)
       stop = 1;
     else if (r->closing && uv_hrtime() >= r->deadline)
@@ -573,7 +574,7 @@ static void remote_main(void *arg) {
       r->abort = 0;
       abort_all(r);
     }
-    curl_multi_poll(r->multi, NULL, 0, r->closing ? 100 : 1000, NULL);
+    curl_multi_poll(r->multi, NULL, 0, closing ? 100 : 1000, NULL);
   }
 }
 
