@@ -516,7 +516,7 @@ static void remote_main(void *arg) {
   for (;;) {
     req_t *start, *q, *next;
     CURLMsg *m;
-    int running, left, stop = 0, late = 0, closing;
+    int running, left, stop = 0, late = 0, closing, more;
 
     uv_mutex_lock(&r->mu);
     closing = r->closing;
@@ -574,7 +574,17 @@ static void remote_main(void *arg) {
       r->abort = 0;
       abort_all(r);
     }
-    curl_multi_poll(r->multi, NULL, 0, closing ? 100 : 1000, NULL);
+    /* Transfers that ended freed connections: what waits for one starts
+     * now, not after the poll's timeout.
+     */
+    uv_mutex_lock(&r->mu);
+    more = r->active < PC__REMOTE_CONNS &&
+           (r->gets != NULL ||
+            (r->puts != NULL && (r->active_puts < PC__REMOTE_CONNS / 2 ||
+                                 (r->closing && r->gets == NULL))));
+    uv_mutex_unlock(&r->mu);
+    if (!more)
+      curl_multi_poll(r->multi, NULL, 0, closing ? 100 : 1000, NULL);
   }
 }
 

@@ -17,7 +17,11 @@
 #include "codec/decode.h"
 #include "store/remote.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 /* The cache's key for format f of this content: its hash and size, the
  * format, and the settings the spec's table marks as shaping an output's
@@ -211,24 +215,138 @@ static int take_fetched(pc__work_t *w, int f, pc__remote_get_t *g,
   return 1;
 }
 
+static int same_key(const pc__store_key_t *a, const pc__store_key_t *b) {
+  return a->h[0] == b->h[0] && a->h[1] == b->h[1] && a->size == b->size &&
+         a->format == b->format && a->level == b->level &&
+         a->engine == b->engine;
+}
+
+/* The content of a unit's file, hashed as its job will hash it: 1 when
+ * read (a regular file, still of the size the walk saw), else 0.
+ */
+static int prefetch_hash(const pc__job_t *j, int dirfd, unsigned char *buf,
+                         uint64_t h[2]) {
+  int fd = openat(dirfd, j->fullpath + pc__job_base_off(j),
+                  O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+  struct stat st;
+  XXH128_hash_t x;
+  int ok;
+
+  if (fd < 0)
+    return 0;
+  ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+       (uint64_t)st.st_size == j->size &&
+       pc__read_full(fd, buf, (size_t)j->size, 0) == 0;
+  close(fd);
+  if (!ok)
+    return 0;
+  x = XXH3_128bits(buf, (size_t)j->size);
+  h[0] = x.low64;
+  h[1] = x.high64;
+  return 1;
+}
+
+void pc__cache_prefetch(const pc__job_t *head, int dirfd, pc__prefetch_t *pf) {
+  const pc__cfg_t *c = head->cfg;
+  const pc__job_t *j;
+  unsigned char *buf = malloc(PC__CHUNK);
+  size_t cap = 0;
+  int f;
+
+  pf->g = NULL;
+  pf->n = 0;
+  if (buf == NULL)
+    return;
+  for (j = head; j != NULL; j = j->unit.next) {
+    uint64_t h[2];
+    if (j->prev != NULL || j->via_link || j->skip != PC_SKIP_NONE ||
+        j->size == 0 || j->size > PC__CHUNK || pc__job_stopping(j) ||
+        !prefetch_hash(j, dirfd, buf, h))
+      continue;
+    for (f = 0; f < PC_NFORMATS; f++) {
+      pc__store_key_t k;
+      pc__store_hit_t hit;
+      if (!(c->spec.formats & PC_FMT_BIT(f)))
+        continue;
+      cache_key(j, f, h, &k);
+      if (c->cache != NULL && pc__store_get(c->cache, &k, &hit)) {
+        pc__store_release(c->cache, &hit); /* its job takes it there */
+        continue;
+      }
+      if (PC__GROW(pf->g, pf->n, cap, 64) != 0)
+        goto out;
+      memset(&pf->g[pf->n], 0, sizeof(pf->g[pf->n]));
+      pf->g[pf->n].key = k;
+      pf->g[pf->n].max = j->size; /* a kept output: no longer than it */
+      pf->n++;
+    }
+  }
+out:
+  free(buf);
+  if (pf->n > 0)
+    pc__remote_get(c->remote, pf->g, pf->n);
+}
+
+void pc__cache_prefetch_free(pc__prefetch_t *pf) {
+  size_t i;
+  for (i = 0; i < pf->n; i++)
+    pc__remote_get_free(&pf->g[i]);
+  free(pf->g);
+  pf->g = NULL;
+  pf->n = 0;
+}
+
+/* The unit's answer for k, moved into *g (its body then g's): 1 when
+ * the unit asked for k.
+ */
+static int prefetched(pc__work_t *w, const pc__store_key_t *k,
+                      pc__remote_get_t *g) {
+  size_t i;
+
+  for (i = 0; w->pf != NULL && i < w->pf->n; i++) {
+    pc__remote_get_t *p = &w->pf->g[i];
+    if (!same_key(&p->key, k))
+      continue;
+    *g = *p;
+    /* Taken: a second job of the same content (dedupe's follower) asks
+     * the server itself, which it never does while its leader is alive.
+     */
+    memset(p, 0, sizeof(*p));
+    return 1;
+  }
+  return 0;
+}
+
 unsigned pc__cache_fetch(pc__work_t *w, unsigned want, uint64_t limit) {
   pc__job_t *j = w->j;
-  pc__remote_get_t g[PC_NFORMATS];
-  int fmt[PC_NFORMATS];
-  size_t n = 0, i;
+  pc__remote_get_t g[PC_NFORMATS], ask[PC_NFORMATS];
+  int fmt[PC_NFORMATS], afmt[PC_NFORMATS];
+  size_t n = 0, na = 0, i, k;
   int f;
 
   if (j->size > PC__REMOTE_MAX)
     return want;
   for (f = 0; f < PC_NFORMATS; f++) {
+    pc__store_key_t key;
     if (!(want & PC_FMT_BIT(f)))
       continue;
-    cache_key(j, f, w->h, &g[n].key);
+    cache_key(j, f, w->h, &key);
+    if (prefetched(w, &key, &g[n])) {
+      fmt[n++] = f;
+      continue;
+    }
+    memset(&ask[na], 0, sizeof(ask[na]));
+    ask[na].key = key;
     /* A kept output is never longer than its source. */
-    g[n].max = j->size;
-    fmt[n++] = f;
+    ask[na].max = j->size;
+    afmt[na++] = f;
   }
-  pc__remote_get(j->cfg->remote, g, n);
+  if (na > 0)
+    pc__remote_get(j->cfg->remote, ask, na);
+  for (k = 0; k < na; k++) {
+    g[n] = ask[k];
+    fmt[n++] = afmt[k];
+  }
   for (i = 0; i < n; i++) {
     if (g[i].bad)
       j->res.remote_rejected |= PC_FMT_BIT(fmt[i]);

@@ -16,11 +16,30 @@ int pc__cache_get(pc__work_t *w, int f, uint64_t limit);
  */
 #define PC__REMOTE_MAX ((uint64_t)32 << 20)
 
+/* The remote answers for a unit of small files, asked for at once before
+ * its jobs run (one round trip for the unit, not one per file): the
+ * worker's, for its jobs to take by key (pc__cache_fetch).
+ */
+typedef struct pc__prefetch {
+  struct pc__remote_get *g;
+  size_t n;
+} pc__prefetch_t;
+
+/* Reads and hashes each file of the unit that head starts (in directory
+ * dirfd) that will be compressed as it stands (no incremental check
+ * pending, not a link, not skipped), and looks every enabled format the
+ * local cache lacks up in the remote cache, all at once, into pf. Best
+ * effort: a file it cannot read is left to its job. Free with
+ * pc__cache_prefetch_free().
+ */
+void pc__cache_prefetch(const pc__job_t *head, int dirfd, pc__prefetch_t *pf);
+void pc__cache_prefetch_free(pc__prefetch_t *pf);
+
 /* Looks the formats in `want` (PC_FMT_BIT()s) up in the remote cache, all
- * at once, and takes each answer that decides the keep rule at `limit`
- * and whose payload decodes to the source (as pc__cache_get() takes a
- * local one; a kept payload is left in w->fs[f].buf). Returns the formats
- * still to compress.
+ * at once (in the unit's prefetched answers first, w->pf), and takes each
+ * answer that decides the keep rule at `limit` and whose payload decodes
+ * to the source (as pc__cache_get() takes a local one; a kept payload is
+ * left in w->fs[f].buf). Returns the formats still to compress.
  */
 unsigned pc__cache_fetch(pc__work_t *w, unsigned want, uint64_t limit);
 

@@ -95,6 +95,7 @@ typedef struct pc__work {
   pc__dirfd_t pdir;     /* the file's directory (O_PATH) */
   struct pc__dwork *dw; /* owned: the deltas made, until written
                           (deltajob.c), or NULL */
+  struct pc__prefetch *pf; /* its unit's remote answers (cache.h), or NULL */
   pc__dirfd_t odir;     /* where its outputs go: pdir, borrowed, in place; with
                            --output-dir its mirror below out_fd (fd -1 while
                            missing: made by the first write, pc__work_out_open) */

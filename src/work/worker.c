@@ -494,12 +494,14 @@ static void finish(pc__work_t *w) {
  * by its jobs (--output-dir): the job borrows it, and one it opened or
  * made goes to the unit for the next job.
  */
-static void job_run(pc__job_t *j, pc__dirfd_t pdir, pc__dirfd_t *odir) {
+static void job_run(pc__job_t *j, pc__dirfd_t pdir, pc__dirfd_t *odir,
+                    pc__prefetch_t *pf) {
   pc__work_t w;
   int f;
 
   memset(&w, 0, sizeof(w));
   w.j = j;
+  w.pf = pf;
   for (f = 0; f < PC_NFORMATS; f++)
     w.fs[f].out = (pc__out_t)PC__OUT_INIT;
   w.fd = -1;
@@ -525,6 +527,7 @@ static void job_run(pc__job_t *j, pc__dirfd_t pdir, pc__dirfd_t *odir) {
 void pc__work_unit(pc__job_t *head) {
   pc__dirfd_t pdir = PC__DIRFD_NONE, odir = PC__DIRFD_NONE;
   int shared = head->unit.next != NULL && head->cfg->spec.output_dir != NULL;
+  pc__prefetch_t pf = {NULL, 0};
   pc__job_t *j;
 
   /* The unit's jobs share a directory: open it once. When that fails, each
@@ -535,13 +538,20 @@ void pc__work_unit(pc__job_t *head) {
   /* Small files: their lookups share one read snapshot of the cache. */
   if (head->unit.next != NULL)
     pc__store_pin(head->cfg->cache);
+  /* ... and their remote lookups go out together: one round trip for the
+   * unit (on the 100,000-file corpus a round trip per file was most of a
+   * run's time).
+   */
+  if (head->unit.next != NULL && head->cfg->remote != NULL && pdir.fd >= 0)
+    pc__cache_prefetch(head, pdir.fd, &pf);
   for (j = head; j != NULL; j = j->unit.next) {
     if (j != head && pc__job_stopping(j)) {
       j->res.err = PC_EINTERRUPTED;
       continue;
     }
-    job_run(j, pdir, shared ? &odir : NULL);
+    job_run(j, pdir, shared ? &odir : NULL, &pf);
   }
+  pc__cache_prefetch_free(&pf);
   if (head->unit.next != NULL)
     pc__store_unpin(head->cfg->cache);
   pc__dirfd_close(&odir);
