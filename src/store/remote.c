@@ -126,7 +126,10 @@ void pc__remote_get(pc__remote_t *r, pc__remote_get_t *g, size_t n) {
   (void)g;
   (void)n;
 }
-void pc__remote_rejected(pc__remote_t *r) { (void)r; }
+void pc__remote_count(pc__remote_t *r, unsigned lookups, unsigned hits,
+                      unsigned rejected) {
+  (void)r, (void)lookups, (void)hits, (void)rejected;
+}
 int pc__remote_put(pc__remote_t *r, const pc__store_key_t *k, int kept,
                    const unsigned char *mem, int fd, uint64_t len,
                    uint64_t limit) {
@@ -430,17 +433,12 @@ static void finish(pc__remote_t *r, req_t *q, int rc) {
   if (q->kind == REQ_GET) {
     pc__remote_get_t *g = q->get;
     if (rc == CURLE_OK && code == 200) {
-      if (parse_entry(g, q->key)) {
-        r->st.hits++;
-      } else {
-        g->bad = 1;
-        r->st.rejected++;
-      }
+      if (!parse_entry(g, q->key))
+        g->bad = 1; /* counted by whoever takes the answer */
     } else if (rc == CURLE_OK && code == 404) {
       /* a miss */
     } else if (rc == CURLE_WRITE_ERROR && q->too_long) {
       g->bad = 1; /* longer than its source: not an entry of ours */
-      r->st.rejected++;
     } else {
       r->st.lost++;
       if (rc >= 0 && !r->off) {
@@ -736,7 +734,6 @@ void pc__remote_get(pc__remote_t *r, pc__remote_get_t *g, size_t n) {
     b.left++;
   }
   uv_mutex_lock(&r->mu);
-  r->st.lookups += n;
   r->st.lost += n - b.left; /* no memory to ask */
   if (r->off || r->closing) {
     r->st.lost += b.left;
@@ -760,10 +757,12 @@ void pc__remote_get(pc__remote_t *r, pc__remote_get_t *g, size_t n) {
   uv_mutex_unlock(&r->mu);
 }
 
-void pc__remote_rejected(pc__remote_t *r) {
+void pc__remote_count(pc__remote_t *r, unsigned lookups, unsigned hits,
+                      unsigned rejected) {
   uv_mutex_lock(&r->mu);
-  r->st.hits--; /* counted when its header named its key */
-  r->st.rejected++;
+  r->st.lookups += lookups;
+  r->st.hits += hits;
+  r->st.rejected += rejected;
   uv_mutex_unlock(&r->mu);
 }
 

@@ -106,10 +106,15 @@ void pc__remote_get(pc__remote_t *r, pc__remote_get_t *g, size_t n);
 /* Frees an answer's body. */
 void pc__remote_get_free(pc__remote_get_t *g);
 
-/* The worker side found a fetched payload not to decode to its source:
- * counted, for the summary.
+/* What the worker side made of the answers it took: `lookups` of its
+ * formats answered (entries or not), `hits` taken (their payloads decoded
+ * to their sources), `rejected` that were no entry of their key or did
+ * not decode to their source. Counted here, where they are used: answers
+ * a unit asked for and no job took (a file copied from an identical one)
+ * count nowhere.
  */
-void pc__remote_rejected(pc__remote_t *r);
+void pc__remote_count(pc__remote_t *r, unsigned lookups, unsigned hits,
+                      unsigned rejected);
 
 /* Queues a store of the result for k, as pc__store_put() takes it (a kept
  * output from mem, or read from fd, of len bytes; or a rejection above

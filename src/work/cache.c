@@ -189,7 +189,6 @@ static int take_fetched(pc__work_t *w, int f, pc__remote_get_t *g,
       return 0; /* rejected above a lower limit: ours may keep it */
     j->res.out[f].state = PC_OUT_RATIO;
   } else if (!decodes_to_source(w, f, g->data, g->len)) {
-    pc__remote_rejected(j->cfg->remote);
     j->res.remote_rejected |= PC_FMT_BIT(f);
     return 0;
   } else if (pc__keep(j->size, g->len, j->cfg->spec.ratio_num,
@@ -322,6 +321,7 @@ unsigned pc__cache_fetch(pc__work_t *w, unsigned want, uint64_t limit) {
   pc__remote_get_t g[PC_NFORMATS], ask[PC_NFORMATS];
   int fmt[PC_NFORMATS], afmt[PC_NFORMATS];
   size_t n = 0, na = 0, i, k;
+  unsigned hits = 0, rejected = 0;
   int f;
 
   if (j->size > PC__REMOTE_MAX)
@@ -350,10 +350,15 @@ unsigned pc__cache_fetch(pc__work_t *w, unsigned want, uint64_t limit) {
   for (i = 0; i < n; i++) {
     if (g[i].bad)
       j->res.remote_rejected |= PC_FMT_BIT(fmt[i]);
-    if (g[i].found && take_fetched(w, fmt[i], &g[i], limit))
+    if (g[i].found && take_fetched(w, fmt[i], &g[i], limit)) {
       want &= ~PC_FMT_BIT(fmt[i]);
+      hits++;
+    }
     pc__remote_get_free(&g[i]);
   }
+  for (f = 0; f < PC_NFORMATS; f++)
+    rejected += (j->res.remote_rejected >> f) & 1;
+  pc__remote_count(j->cfg->remote, (unsigned)n, hits, rejected);
   return want;
 }
 

@@ -90,15 +90,15 @@ typedef struct pc__work {
   int fd;                   /* owned: the source while it is read, or -1 */
   uint64_t h[2];            /* the content's hash, when have_hash */
   int have_hash;
-  int named;            /* the output names were being built: a failure since
-                           owes its old outputs' removal */
-  pc__dirfd_t pdir;     /* the file's directory (O_PATH) */
-  struct pc__dwork *dw; /* owned: the deltas made, until written
-                          (deltajob.c), or NULL */
+  int named;               /* the output names were being built: a failure since
+                              owes its old outputs' removal */
+  pc__dirfd_t pdir;        /* the file's directory (O_PATH) */
+  struct pc__dwork *dw;    /* owned: the deltas made, until written
+                             (deltajob.c), or NULL */
   struct pc__prefetch *pf; /* its unit's remote answers (cache.h), or NULL */
-  pc__dirfd_t odir;     /* where its outputs go: pdir, borrowed, in place; with
-                           --output-dir its mirror below out_fd (fd -1 while
-                           missing: made by the first write, pc__work_out_open) */
+  pc__dirfd_t odir; /* where its outputs go: pdir, borrowed, in place; with
+                       --output-dir its mirror below out_fd (fd -1 while
+                       missing: made by the first write, pc__work_out_open) */
 } pc__work_t;
 
 /* Where the file's base name starts in fullpath. */
