@@ -487,6 +487,19 @@ class Fast(Base):
         r = run(self.args("-q", "--cache-url", url, self.tree("u", seed=3)))
         self.assertEqual((r.rc, r.err), (0, ""), r)
 
+    def test_cheap_files_not_asked_for(self):
+        """gzip alone on files of a few KiB is faster than a request: no lookup, no store."""
+        srv = self.nginx()
+        root = self.path("small")
+        os.makedirs(root)
+        for i in range(40):
+            with open(os.path.join(root, "f%d.js" % i), "wb") as f:
+                f.write(words_data(2000 + i, seed=i))
+        r = run(["--no-brotli", "--json", "--cache-url", srv.url, root], env=self.env())
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual((r.summary()["remote"]["lookups"], r.summary()["remote"]["stored"]), (0, 0), r)
+        self.assertEqual(srv.entries(), [])
+
     def test_manifest_as_without(self):
         """The manifest of a run warm from the server is the one a run without it writes."""
         srv = self.nginx()

@@ -141,6 +141,9 @@ int pc__remote_put(pc__remote_t *r, const pc__store_key_t *k, int kept,
 
 enum { REQ_GET, REQ_PUT };
 
+/* Stores take at most this many connections while lookups wait. */
+#define PUT_CONNS (PC__REMOTE_CONNS / 2)
+
 /* The lookups of one pc__remote_get() call: its worker waits until none
  * is left. Guarded by mu.
  */
@@ -496,7 +499,7 @@ static req_t *take(pc__remote_t *r) {
     active++;
   }
   while (active < PC__REMOTE_CONNS && (q = r->puts) != NULL &&
-         (puts < PC__REMOTE_CONNS / 2 || (r->closing && r->gets == NULL))) {
+         (puts < PUT_CONNS || (r->closing && r->gets == NULL))) {
     if ((r->puts = q->next) == NULL)
       r->puts_tail = &r->puts;
     *tail = q;
@@ -578,8 +581,8 @@ static void remote_main(void *arg) {
     uv_mutex_lock(&r->mu);
     more = r->active < PC__REMOTE_CONNS &&
            (r->gets != NULL ||
-            (r->puts != NULL && (r->active_puts < PC__REMOTE_CONNS / 2 ||
-                                 (r->closing && r->gets == NULL))));
+            (r->puts != NULL &&
+             (r->active_puts < PUT_CONNS || (r->closing && r->gets == NULL))));
     uv_mutex_unlock(&r->mu);
     if (!more)
       curl_multi_poll(r->multi, NULL, 0, closing ? 100 : 1000, NULL);

@@ -14,6 +14,7 @@
  */
 #include "work/cache.h"
 
+#include "codec/codec.h"
 #include "codec/decode.h"
 #include "store/remote.h"
 
@@ -214,6 +215,20 @@ static int take_fetched(pc__work_t *w, int f, pc__remote_get_t *g,
   return 1;
 }
 
+int pc__cache_remote_worth(const pc__job_t *j) {
+  const pc__spec_t *s = &j->cfg->spec;
+  uint64_t us = 0;
+  int f;
+
+  if (j->size > PC__REMOTE_MAX)
+    return 0;
+  for (f = 0; f < PC_NFORMATS; f++)
+    if (s->formats & PC_FMT_BIT(f))
+      us +=
+          pc__enc_cost_us((pc_format_t)f, s->level[f], s->gzip_engine, j->size);
+  return us >= PC__REMOTE_WORTH_US;
+}
+
 static int same_key(const pc__store_key_t *a, const pc__store_key_t *b) {
   return a->h[0] == b->h[0] && a->h[1] == b->h[1] && a->size == b->size &&
          a->format == b->format && a->level == b->level &&
@@ -260,7 +275,7 @@ void pc__cache_prefetch(const pc__job_t *head, int dirfd, pc__prefetch_t *pf) {
     uint64_t h[2];
     if (j->prev != NULL || j->via_link || j->skip != PC_SKIP_NONE ||
         j->size == 0 || j->size > PC__CHUNK || pc__job_stopping(j) ||
-        !prefetch_hash(j, dirfd, buf, h))
+        !pc__cache_remote_worth(j) || !prefetch_hash(j, dirfd, buf, h))
       continue;
     for (f = 0; f < PC_NFORMATS; f++) {
       pc__store_key_t k;
@@ -324,7 +339,7 @@ unsigned pc__cache_fetch(pc__work_t *w, unsigned want, uint64_t limit) {
   unsigned hits = 0, rejected = 0;
   int f;
 
-  if (j->size > PC__REMOTE_MAX)
+  if (!pc__cache_remote_worth(j))
     return want;
   for (f = 0; f < PC_NFORMATS; f++) {
     pc__store_key_t key;
@@ -382,7 +397,7 @@ void pc__cache_put_kept(pc__work_t *w, int f, uint64_t n) {
   if (j->cfg->cache != NULL)
     j->res.cache_puts +=
         (unsigned)pc__store_put(j->cfg->cache, &k, 1, mem, s->out.fd, n, 0);
-  if (j->cfg->remote != NULL && !s->fetched)
+  if (j->cfg->remote != NULL && !s->fetched && pc__cache_remote_worth(j))
     pc__remote_put(j->cfg->remote, &k, 1, mem, s->out.fd, n, 0);
 }
 
@@ -399,6 +414,6 @@ void pc__cache_put_rejected(pc__work_t *w, int f) {
   if (j->cfg->cache != NULL)
     j->res.cache_puts +=
         (unsigned)pc__store_put(j->cfg->cache, &k, 0, NULL, -1, 0, lim);
-  if (j->cfg->remote != NULL && !s->fetched)
+  if (j->cfg->remote != NULL && !s->fetched && pc__cache_remote_worth(j))
     pc__remote_put(j->cfg->remote, &k, 0, NULL, -1, 0, lim);
 }

@@ -200,7 +200,7 @@ check("remote cache: connections", "src/store/remote.h (PC__REMOTE_CONNS)",
       lambda: define("src/store/remote.h", "PC__REMOTE_CONNS"),
       [(REF, r"stores take at most half of the (\d+) connections", g1)])
 check("remote cache: stores' share of the connections", "src/store/remote.c (take)",
-      lambda: int(code("src/store/remote.c", r"puts < PC__REMOTE_CONNS / (\d+)")),
+      lambda: int(code("src/store/remote.c", r"#define PUT_CONNS \(PC__REMOTE_CONNS / (\d+)\)")),
       [(REF, r"stores take at most (half) of the \d+ connections", frac1)])
 check("remote cache: default timeout (s)", "src/store/remote.h (PC__REMOTE_TIMEOUT)",
       lambda: define("src/store/remote.h", "PC__REMOTE_TIMEOUT"),
@@ -217,6 +217,9 @@ check("remote cache: the end's drain (times the timeout)", "src/store/remote.c (
 check("remote cache: largest source", "src/work/cache.h (PC__REMOTE_MAX)",
       lambda: int(code("src/work/cache.h", r"PC__REMOTE_MAX \(\(uint64_t\)(\d+) << 20\)")) << 20,
       [(REF, r"Sources up to (\d+) MiB are looked up and stored", lambda m: size(m.group(1), "MiB"))])
+check("remote cache: a file worth a request (microseconds)", "src/work/cache.h (PC__REMOTE_WORTH_US)",
+      lambda: define("src/work/cache.h", "PC__REMOTE_WORTH_US"),
+      [(REF, r"estimated to take at least (\d+) microseconds of one core", g1)])
 check("remote cache: entry header (bytes)", "src/store/remote.h (PC__REMOTE_HEAD)",
       lambda: define("src/store/remote.h", "PC__REMOTE_HEAD"),
       [(RC, r"the header's (\d+) bytes", g1)])
