@@ -89,8 +89,7 @@ extern "C" {
   XX(EDJMANIFEST, -4020,                                                       \
      "not a Django staticfiles.json manifest (version 1.x, \"paths\": "        \
      "{name: hashed name}): its files are paired by name only")                \
-  XX(ENOCURL, -4021, "built without libcurl: no remote cache (--cache-url)")   \
-  XX(EREMOTE, -4022, "the remote cache failed")
+  XX(ENOCURL, -4021, "built without libcurl: no remote cache (--cache-url)")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -564,7 +563,7 @@ PC_EXTERN const char *pc_version_string(void);
  */
 PC_EXTERN const char *pc_library_versions(void);
 
-/* What the remote cache goes through ("libcurl 7.88.1 (OpenSSL/3.0.15)"),
+/* What the remote cache goes through ("libcurl 7.88.1 with OpenSSL/3.0.15"),
  * or NULL when this build has none (pc_options_t.cache_url is then
  * PC_ENOCURL). Static storage.
  */

@@ -212,10 +212,10 @@ const char *pc__remote_version(void) {
   uv_once(&global_once, global_init);
   if (v[0] == '\0') {
     const curl_version_info_data *d = curl_version_info(CURLVERSION_NOW);
-    snprintf(v, sizeof(v), "libcurl %s%s%s%s", d->version,
-             d->ssl_version != NULL ? " (" : "",
-             d->ssl_version != NULL ? d->ssl_version : "",
-             d->ssl_version != NULL ? ")" : "");
+    /* No parenthesis: --version's line closes its list with one. */
+    snprintf(v, sizeof(v), "libcurl %s%s%s", d->version,
+             d->ssl_version != NULL ? " with " : "",
+             d->ssl_version != NULL ? d->ssl_version : "");
   }
   return v;
 }

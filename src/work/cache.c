@@ -240,12 +240,20 @@ static int same_key(const pc__store_key_t *a, const pc__store_key_t *b) {
  */
 static int prefetch_hash(const pc__job_t *j, int dirfd, unsigned char *buf,
                          uint64_t h[2]) {
-  int fd = openat(dirfd, j->fullpath + pc__job_base_off(j),
-                  O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+  const char *name = j->fullpath + pc__job_base_off(j);
+  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, fd = -1;
   struct stat st;
   XXH128_hash_t x;
   int ok;
 
+#ifdef O_NOATIME
+  /* The job takes the source's atime for its outputs as it finds it: this
+   * early read leaves it alone where the kernel lets it (our own files).
+   */
+  fd = openat(dirfd, name, flags | O_NOATIME);
+#endif
+  if (fd < 0)
+    fd = openat(dirfd, name, flags);
   if (fd < 0)
     return 0;
   ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
