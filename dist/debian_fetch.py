@@ -14,6 +14,10 @@ The pkg-config files unpacked are rewritten to point into DIR (prefix=/usr becom
 prefix=DIR/usr, likewise any variable set to a path under /usr), so that PKG_CONFIG_LIBDIR=DIR/usr/lib/TRIPLET/pkgconfig finds the
 prefix's libraries, headers and static archives and nothing of the system's.
 
+With --source DIR, each PKG names a source package instead: its files (.dsc, the upstream
+tarball, Debian's changes), from the suite's Sources index checked the same way, are put in
+DIR, and nothing is unpacked (dist/release.sh builds curl from the upstream tarball).
+
 Downloads are kept in --cache (default: DIR/../debs) by the SHA-256 they must have, so a
 second run fetches nothing. Only the standard library, gpgv and dpkg-deb are used.
 """
@@ -114,6 +118,48 @@ def packages(cache, suite, arch, hashes):
     return out
 
 
+def sources(cache, suite, hashes):
+    """{name: {field: value}} of main's Sources index."""
+    path = "main/source/Sources.xz"
+    if path not in hashes:
+        fail("%s has no %s" % (suite, path))
+    index = cached(cache, "%s/dists/%s/%s" % (MIRROR, suite, path), hashes[path])
+    out, cur, last = {}, {}, None
+    for line in lzma.open(index, "rt", encoding="utf-8"):
+        line = line.rstrip("\n")
+        if not line:
+            if "Package" in cur:
+                out.setdefault(cur["Package"], cur)
+            cur, last = {}, None
+        elif line[0] in " \t":
+            if last:
+                cur[last] += "\n" + line
+        else:
+            last, _, value = line.partition(":")
+            cur[last] = value.strip()
+    if "Package" in cur:
+        out.setdefault(cur["Package"], cur)
+    return out
+
+
+def fetch_source(cache, index, spec, dest):
+    """A source package's files, each checked against the index's SHA-256, copied into dest."""
+    name, _, want = spec.partition("=")
+    pkg = index.get(name)
+    if pkg is None:
+        fail("no source package %s" % name)
+    version = pkg["Version"]
+    upstream = re.sub(r"^\d+:", "", version).rsplit("-", 1)[0]
+    if want and upstream != want:
+        fail("source %s is %s, not upstream %s" % (name, version, want))
+    os.makedirs(dest, exist_ok=True)
+    for line in pkg["Checksums-Sha256"].strip().splitlines():
+        digest, _size, fname = line.split()
+        path = cached(cache, "%s/%s/%s" % (MIRROR, pkg["Directory"], fname), digest)
+        shutil.copyfile(path, os.path.join(dest, fname))
+    print("source %s (%s) in %s" % (name, version, dest))
+
+
 def rewrite_pc(prefix):
     """prefix=/usr (and the like) in every unpacked .pc file points into prefix."""
     for d, _, names in os.walk(prefix):
@@ -133,10 +179,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suite", required=True)
     ap.add_argument("--arch", required=True)
-    ap.add_argument("--prefix", required=True)
+    ap.add_argument("--prefix")
+    ap.add_argument("--source", metavar="DIR", help="fetch source packages into DIR")
     ap.add_argument("--cache")
     ap.add_argument("packages", nargs="+", metavar="PKG[=UPSTREAM]")
     a = ap.parse_args()
+    if a.source:
+        dest = os.path.abspath(a.source)
+        cache = os.path.abspath(a.cache or os.path.join(dest, "..", "debs"))
+        os.makedirs(cache, exist_ok=True)
+        index = sources(cache, a.suite, release_hashes(cache, a.suite))
+        for spec in a.packages:
+            fetch_source(cache, index, spec, dest)
+        return
+    if not a.prefix:
+        fail("--prefix DIR (or --source DIR) is needed")
     prefix = os.path.abspath(a.prefix)
     cache = os.path.abspath(a.cache or os.path.join(prefix, "..", "debs"))
     os.makedirs(cache, exist_ok=True)

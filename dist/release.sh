@@ -13,10 +13,12 @@
 # The libraries linked in come from Debian's archive, checked from its
 # signature down and unpacked into a private prefix per architecture
 # (dist/debian_fetch.py): Debian 12's static archives of zlib, libuv, zstd,
-# sqlite, jansson, xxhash, libdeflate and zopfli, and Debian 13's brotli
-# 1.1.0 (its dictionary API). Nothing is installed on the system for them,
-# and the machine's own -dev packages are not used. The tools (compilers,
-# qemu-user, podman; Node.js and npm for `npm pack`) are `.ci/deps release`.
+# sqlite, jansson, xxhash, libdeflate, zopfli, OpenSSL and c-ares, and Debian
+# 13's brotli 1.1.0 (its dictionary API); and a static libcurl built here
+# from Debian 12's curl source package (static_curl below). Nothing is
+# installed on the system for them, and the machine's own -dev packages are
+# not used. The tools (compilers, qemu-user, podman; Node.js and npm for
+# `npm pack`) are `.ci/deps release`.
 #
 # Environment: PC_RELEASE_CACHE (downloaded packages; default
 # ~/.cache/precompress-release), PC_RELEASE_ARCHES (default
@@ -61,15 +63,86 @@ triplet() { echo "$1-linux-gnu"; }
 
 # 1. The libraries, per architecture, into $cache/prefix-ARCH (from the
 #    packages' signed indexes; a second release downloads nothing new).
+#    What was unpacked ("SUITE ARCH PACKAGE (VERSION)" lines) goes to
+#    $work/packages-ARCH: the codec packages' lines become -Dcodec_id, so
+#    the remote cache's key names the build of the codecs linked in.
 fetch_libs() {
   local arch=$1 prefix=$2 da
   da=$(deb_arch "$arch")
   rm -rf "$prefix"
   dist/debian_fetch.py --suite bookworm --arch "$da" --prefix "$prefix" --cache "$cache/debs" \
     zlib1g-dev libuv1-dev libzstd-dev libsqlite3-dev libjansson-dev libxxhash-dev \
-    libdeflate-dev libzopfli-dev >&2
+    libdeflate-dev libzopfli-dev libssl-dev libc-ares-dev | tee "$work/packages-$arch" >&2
   dist/debian_fetch.py --suite trixie --arch "$da" --prefix "$prefix" --cache "$cache/debs" \
-    libbrotli-dev=1.1.0 >&2
+    libbrotli-dev=1.1.0 | tee -a "$work/packages-$arch" >&2
+}
+
+# 1b. libcurl for --cache-url, static: Debian 12's curl source package (the
+#     upstream tarball and Debian's patches, security fixes included, checked
+#     from the archive's signature down) built against the prefix's static
+#     OpenSSL, zlib and c-ares alone, HTTP and HTTPS only. c-ares resolves
+#     names itself (/etc/resolv.conf, /etc/hosts): glibc's getaddrinfo would
+#     load NSS modules, which a static program must not. Debian's own
+#     libcurl.a cannot be linked statically: it needs nghttp2, libidn2,
+#     librtmp, libssh2, libpsl, GSSAPI and LDAP, whose static archives Debian
+#     does not all ship. Built once per architecture, curl version and
+#     configuration into $cache, then installed into the prefix. No CA path
+#     is built in: src/store/remote.c finds the system's bundle at run time.
+curl_conf=(
+  --disable-shared --enable-static --with-openssl --with-zlib --enable-ares
+  --without-libpsl --without-brotli --without-zstd --without-nghttp2 --without-nghttp3
+  --without-ngtcp2 --without-libidn2 --without-librtmp --without-libssh2 --without-libssh
+  --without-gssapi --without-libgsasl --without-hyper --without-ca-bundle --without-ca-path
+  --disable-ldap --disable-ldaps --disable-rtsp --disable-dict --disable-telnet --disable-tftp
+  --disable-pop3 --disable-imap --disable-smb --disable-smtp --disable-gopher --disable-mqtt
+  --disable-ftp --disable-file --disable-manual --disable-ntlm --disable-ntlm-wb
+  --disable-netrc --disable-cookies --disable-alt-svc --disable-hsts --disable-doh
+  --disable-mime --disable-dateparse --disable-progress-meter --disable-unix-sockets
+)
+static_curl() {
+  local arch=$1 prefix=$2 cross=$3 tri src ver dir b host=()
+  tri=$(triplet "$arch")
+  src=$work/curl-src
+  if [ ! -d "$src" ]; then
+    dist/debian_fetch.py --suite bookworm --arch "$(deb_arch "$arch")" --source "$src" \
+      --cache "$cache/debs" curl >&2
+  fi
+  ver=$(sed -n 's/^Version: //p' "$src"/curl_*.dsc)
+  dir=$cache/curl-$arch-$ver-$(printf '%s\n' "${curl_conf[@]}" | sha256sum | cut -c1-12)
+  if [ ! -f "$dir/usr/lib/$tri/libcurl.a" ]; then
+    step "$arch: libcurl $ver (static; once, then from $cache)"
+    b=$work/curl-$arch
+    rm -rf "$b" "$dir.tmp"
+    mkdir -p "$b"
+    tar -C "$b" -xzf "$src"/curl_*.orig.tar.gz
+    b=$(echo "$b"/curl-*)
+    tar -C "$b" -xJf "$src"/curl_*.debian.tar.xz
+    sed -e 's/#.*//' "$b/debian/patches/series" | while read -r p; do
+      [ -z "$p" ] || patch -d "$b" -p1 -s -N <"$b/debian/patches/$p" || exit 1
+    done || die "$arch: Debian's curl patches do not apply"
+    [ "$cross" = 1 ] && host=(--host="$tri")
+    (cd "$b" &&
+      PKG_CONFIG_LIBDIR="$prefix/usr/lib/$tri/pkgconfig" \
+        CPPFLAGS="-I$prefix/usr/include -I$prefix/usr/include/$tri" \
+        LDFLAGS="-L$prefix/usr/lib/$tri" \
+        ./configure "${host[@]}" --prefix=/usr --libdir="/usr/lib/$tri" "${curl_conf[@]}" &&
+      make -j"$(nproc)" -C lib &&
+      make -C lib install DESTDIR="$dir.tmp" &&
+      make -C include install DESTDIR="$dir.tmp" &&
+      make install-pkgconfigDATA DESTDIR="$dir.tmp") >"$work/curl-$arch.log" 2>&1 ||
+      { tail -30 "$work/curl-$arch.log" >&2; die "$arch: libcurl's build failed"; }
+    rm -f "$dir.tmp/usr/lib/$tri/libcurl.la"
+    mv "$dir.tmp" "$dir"
+  fi
+  cp -a "$dir/usr/." "$prefix/usr/"
+  # Its pkg-config file into the prefix, as debian_fetch.py does the packages'.
+  sed -i -E "s#^(\w+)=/usr(/|\$)#\1=$prefix/usr\2#" "$prefix/usr/lib/$tri/pkgconfig/libcurl.pc"
+}
+
+# What identifies the codecs' build: their Debian packages and versions.
+codec_id() {
+  grep -E ' (zlib1g-dev|libbrotli-dev|libzstd-dev|libdeflate-dev|libzopfli-dev) ' \
+    "$work/packages-$1" | sed 's/ *$//' | paste -sd ';' -
 }
 
 # 2. A meson machine file: the compiler, and the prefix's headers and static
@@ -112,11 +185,13 @@ build_one() {
   step "$arch: libraries"
   fetch_libs "$arch" "$prefix"
   cross=$(machine_file "$arch" "$prefix" "$mf")
+  static_curl "$arch" "$prefix" "$cross"
   step "$arch: build"
   if [ "$cross" = 1 ]; then mfopt=(--cross-file "$mf"); else mfopt=(--native-file "$mf"); fi
   PKG_CONFIG_LIBDIR="$prefix/usr/lib/$(triplet "$arch")/pkgconfig" \
     meson setup "$build" "$work/src" "${mfopt[@]}" --buildtype=release -Db_lto=true \
-    -Dstatic=true -Dtests=false -Dzstd=enabled -Dlibdeflate=enabled -Dzopfli=enabled >"$work/setup-$arch.log" 2>&1 ||
+    -Dstatic=true -Dtests=false -Dzstd=enabled -Dlibdeflate=enabled -Dzopfli=enabled \
+    -Dcurl=enabled -Dcodec_id="$(codec_id "$arch")" >"$work/setup-$arch.log" 2>&1 ||
     { tail -40 "$work/setup-$arch.log" >&2; die "$arch: meson setup failed"; }
   meson compile -C "$build" >"$work/compile-$arch.log" 2>&1 ||
     { tail -40 "$work/compile-$arch.log" >&2; die "$arch: build failed"; }
@@ -132,7 +207,7 @@ build_one() {
   local v
   v=$("${run[@]}" "$work/bin-$arch/precompress" -V)
   echo "$arch: $v" >&2
-  case $v in "precompress $version ("*"brotli 1.1.0"*) ;; *) die "$arch: -V says: $v" ;; esac
+  case $v in "precompress $version ("*"brotli 1.1.0"*"remote cache: libcurl"*) ;; *) die "$arch: -V says: $v" ;; esac
   cp "$build/man/precompress.1" "$work/precompress.1"
 }
 

@@ -94,7 +94,8 @@ extern "C" {
      "replace (give the directory it leads to)")                               \
   XX(EDJMEMORY, -4022,                                                         \
      "Django staticfiles.json not read: over its share of the memory limit "   \
-     "(a quarter, for all of a run's): its files are paired by name only")
+     "(a quarter, for all of a run's): its files are paired by name only")   \
+  XX(ENOCURL, -4023, "built without libcurl: no remote cache (--cache-url)")
 
 enum {
 #define PC__ERR_ENUM(name, val, msg) PC_##name = (val),
@@ -284,6 +285,12 @@ typedef struct pc_file {
    */
   const struct pc_delta *deltas;
   unsigned ndeltas;
+  /* With a remote cache (pc_options_t.cache_url): the formats
+   * (PC_FMT_BIT()s) taken from it, and those whose entry there was
+   * rejected (not this file's output: compressed here instead).
+   */
+  unsigned remote_hits;
+  unsigned remote_rejected;
 } pc_file_t;
 
 /* Live figures for a progress display. Totals grow while the walk runs. */
@@ -336,6 +343,21 @@ typedef struct pc_totals {
   } delta[PC_NDELTAS];
   uint64_t mem_dicts; /* of mem_peak: what the --dictionary-from listings
                          and the Django manifests held through the run */
+  /* The remote cache (pc_options_t.cache_url), when there is one. */
+  struct {
+    int on;            /* a remote cache was used */
+    uint64_t lookups;  /* entries asked for */
+    uint64_t hits;     /* answered, and decoded to their source */
+    uint64_t stored;   /* entries the server took */
+    uint64_t rejected; /* answers that were not their key's entry or did
+                          not decode to their source: compressed here */
+    uint64_t lost;     /* lookups and stores the server's failure (or the
+                          store queue's bound, or the end of the run)
+                          cost: not made, failed or dropped */
+    int failed;        /* it failed and was turned off (or its storing) */
+    const char *why;   /* the first failure, or NULL; valid until the next
+                          pc_run() */
+  } remote;
 } pc_totals_t;
 
 /* An initializer for a program's totals: `pc_totals_t t = PC_TOTALS_INIT;` */
@@ -486,6 +508,23 @@ typedef struct pc_options {
    */
   const char *const *only;
   size_t nonly;
+
+  /* Remote cache (docs/remote-cache.md): the entries of the content cache
+   * on a server speaking the Bazel HTTP cache layout, GET and PUT of
+   * cache_url/ac/<64 hex> (NULL: none). http:// or https://, without
+   * user:password@, query or fragment. Looked up after cache_dir (a hit
+   * is stored there too); results are stored in the background. Every
+   * entry fetched is decoded and compared with its source before it is
+   * used. A server that fails costs at most its timeouts: the run goes
+   * on without it (totals.remote). PC_ENOCURL in a build without libcurl.
+   */
+  const char *cache_url;
+  const char *cache_token;    /* a bearer token, or NULL */
+  const char *cache_userpass; /* "user:password" (basic), or NULL */
+  int cache_url_read_only;    /* look up only, never store */
+  unsigned cache_url_timeout; /* seconds to connect, and without a byte
+                                 moving (0: 5); a transfer may take ten
+                                 times as long */
 } pc_options_t;
 
 /* Fills every field with its default, and `size` with the program's
@@ -540,6 +579,12 @@ PC_EXTERN const char *pc_version_string(void);
  * libuv 1.44.2, zstd 1.5.4"). Static storage.
  */
 PC_EXTERN const char *pc_library_versions(void);
+
+/* What the remote cache goes through ("libcurl 7.88.1 with OpenSSL/3.0.15"),
+ * or NULL when this build has none (pc_options_t.cache_url is then
+ * PC_ENOCURL). Static storage.
+ */
+PC_EXTERN const char *pc_remote_version(void);
 
 /* Runs the whole job: walk, compress, write, manifest.
  *

@@ -27,6 +27,10 @@ typedef enum opt_id {
   OPT_SHARD,
   OPT_CACHE_DIR,
   OPT_CACHE_MAX_SIZE,
+  OPT_CACHE_URL,
+  OPT_CACHE_AUTH_FILE,
+  OPT_CACHE_URL_READ_ONLY,
+  OPT_CACHE_URL_TIMEOUT,
   OPT_JOBS,
   OPT_MEMORY_LIMIT,
   OPT_MANIFEST,
@@ -78,6 +82,10 @@ static const opt_def_t opt_table[] = {
     {"shard", 0, 1, OPT_SHARD},
     {"cache-dir", 0, 1, OPT_CACHE_DIR},
     {"cache-max-size", 0, 1, OPT_CACHE_MAX_SIZE},
+    {"cache-url", 0, 1, OPT_CACHE_URL},
+    {"cache-auth-file", 0, 1, OPT_CACHE_AUTH_FILE},
+    {"cache-url-read-only", 0, 0, OPT_CACHE_URL_READ_ONLY},
+    {"cache-url-timeout", 0, 1, OPT_CACHE_URL_TIMEOUT},
     {"jobs", 'j', 1, OPT_JOBS},
     {"memory-limit", 0, 1, OPT_MEMORY_LIMIT},
     {"manifest", 0, 1, OPT_MANIFEST},
@@ -312,11 +320,9 @@ static cli_status_t apply_format(parser_t *p, const opt_def_t *def,
   return CLI_OK;
 }
 
-/* Applies a selection, cache, work or manifest option. *mine is set to 0
- * for an option of another group.
- */
-static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
-                               const char *opt, const char *value, int *mine) {
+/* Applies a cache option (--cache-*). *mine is set to 0 for another. */
+static cli_status_t apply_cache(parser_t *p, const opt_def_t *def,
+                                const char *opt, const char *value, int *mine) {
   cli_args_t *args = p->args;
   pc_options_t *o = &args->opts;
   long n;
@@ -329,6 +335,37 @@ static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
     if (cli_parse_size(value, &o->cache_max_size))
       return bad_value(args, opt, value, "a byte count such as 512M or 2G");
     break;
+  case OPT_CACHE_URL:
+    o->cache_url = value;
+    break;
+  case OPT_CACHE_AUTH_FILE:
+    args->cache_auth_file = value;
+    break;
+  case OPT_CACHE_URL_READ_ONLY:
+    o->cache_url_read_only = 1;
+    break;
+  case OPT_CACHE_URL_TIMEOUT:
+    if (cli_parse_int_range(value, 1, 3600, &n))
+      return bad_range(args, opt, value, 1, 3600);
+    o->cache_url_timeout = (unsigned)n;
+    break;
+  default:
+    *mine = 0;
+    break;
+  }
+  return CLI_OK;
+}
+
+/* Applies a selection, cache, work or manifest option. *mine is set to 0
+ * for an option of another group.
+ */
+static cli_status_t apply_work(parser_t *p, const opt_def_t *def,
+                               const char *opt, const char *value, int *mine) {
+  cli_args_t *args = p->args;
+  pc_options_t *o = &args->opts;
+  long n;
+
+  switch (def->id) {
   case OPT_INCLUDE:
     args->include[p->ninclude++] = value;
     o->include = args->include;
@@ -478,6 +515,10 @@ static cli_status_t apply(parser_t *p, const opt_def_t *def, const char *opt,
     return st;
   mine = 1;
   st = apply_work(p, def, opt, value, &mine);
+  if (mine)
+    return st;
+  mine = 1;
+  st = apply_cache(p, def, opt, value, &mine);
   if (mine)
     return st;
   mine = 1;
@@ -678,6 +719,13 @@ cli_status_t cli_args_parse(cli_args_t *args, int argc, char *const *argv) {
 }
 
 void cli_args_free(cli_args_t *args) {
+  if (args->cache_secret != NULL) {
+    volatile char *c = args->cache_secret;
+    while (*c != '\0')
+      *c++ = '\0';
+    free(args->cache_secret);
+    args->cache_secret = NULL;
+  }
   free(args->paths);
   free(args->include);
   free(args->exclude);

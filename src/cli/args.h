@@ -73,6 +73,12 @@ typedef struct cli_args {
   const char *files_from;
   const char **only;
   char *only_buf;
+  /* --cache-auth-file FILE, read by main(); the credential it or the
+   * environment gave (owned, wiped when freed), which opts.cache_token or
+   * opts.cache_userpass points at.
+   */
+  const char *cache_auth_file;
+  char *cache_secret;
 
   char err[CLI_ERR_SIZE]; /* the problem, when the status is not CLI_OK */
 } cli_args_t;

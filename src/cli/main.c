@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -547,6 +548,141 @@ static int read_files_from(cli_args_t *args) {
   return 0;
 }
 
+/* A yes/no variable: 1 yes ("1", "true", "yes", "on"), 0 no (unset,
+ * empty, "0", "false", "no", "off"), -1 anything else.
+ */
+static int env_flag(const char *name) {
+  static const char *const yes[] = {"1", "true", "yes", "on"};
+  static const char *const no[] = {"", "0", "false", "no", "off"};
+  const char *v = getenv(name);
+  size_t i;
+
+  if (v == NULL)
+    return 0;
+  for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+    if (strcasecmp(v, yes[i]) == 0)
+      return 1;
+  for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+    if (strcasecmp(v, no[i]) == 0)
+      return 0;
+  return -1;
+}
+
+/* --cache-auth-file FILE: its first line, "bearer TOKEN" or "basic
+ * USER:PASSWORD" (the scheme word in any case, as in an Authorization
+ * header), into args->cache_secret and the option it fills. Nothing of
+ * what it holds is ever printed. 1 on a usage error (said).
+ */
+static int read_auth_file(cli_args_t *args) {
+  const char *path = args->cache_auth_file;
+  char buf[4096], *line, *end;
+  size_t n = 0;
+  ssize_t got;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+  if (fd < 0) {
+    cli_report_name_msg(NULL, path, "%s", strerror(errno));
+    return 1;
+  }
+  while (n < sizeof(buf) - 1 &&
+         (got = read(fd, buf + n, sizeof(buf) - 1 - n)) != 0) {
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      cli_report_name_msg(NULL, path, "%s", strerror(errno));
+      close(fd);
+      return 1;
+    }
+    n += (size_t)got;
+  }
+  close(fd);
+  buf[n] = '\0';
+  line = buf;
+  end = line + strcspn(line, "\r\n");
+  while (end > line && (end[-1] == ' ' || end[-1] == '\t'))
+    end--;
+  *end = '\0';
+  if (strncasecmp(line, "bearer ", 7) == 0 && line[7] != '\0') {
+    args->cache_secret = strdup(line + 7);
+    args->opts.cache_token = args->cache_secret;
+  } else if (strncasecmp(line, "basic ", 6) == 0 &&
+             strchr(line + 6, ':') != NULL) {
+    args->cache_secret = strdup(line + 6);
+    args->opts.cache_userpass = args->cache_secret;
+  } else {
+    memset(buf, 0, sizeof(buf));
+    cli_report_name_msg(NULL, path,
+                        "the first line must be 'bearer TOKEN' or 'basic "
+                        "USER:PASSWORD' (see 'precompress --help')");
+    return 1;
+  }
+  memset(buf, 0, sizeof(buf));
+  if (args->cache_secret == NULL) {
+    cli_report_msg(NULL, "%s", strerror(ENOMEM));
+    return 1;
+  }
+  return 0;
+}
+
+/* The remote cache's settings the environment gives: the URL and
+ * read-only mode when the command line left them unset, the credential
+ * (never taken from the command line: it would show in process listings
+ * and shell histories). 1 on a usage error (said).
+ */
+static int remote_env(cli_args_t *args) {
+  pc_options_t *o = &args->opts;
+  const char *url = getenv("PRECOMPRESS_CACHE_URL");
+  const char *token = getenv("PRECOMPRESS_CACHE_TOKEN");
+  const char *auth = getenv("PRECOMPRESS_CACHE_AUTH");
+  int ro;
+
+  if (o->cache_url == NULL && url != NULL && url[0] != '\0')
+    o->cache_url = url;
+  if (o->cache_url == NULL) {
+    if (args->cache_auth_file == NULL && !o->cache_url_read_only &&
+        o->cache_url_timeout == 0)
+      return 0;
+    cli_report_msg(NULL,
+                   "%s needs --cache-url (or PRECOMPRESS_CACHE_URL) "
+                   "(see 'precompress --help')",
+                   args->cache_auth_file != NULL ? "--cache-auth-file"
+                   : o->cache_url_read_only      ? "--cache-url-read-only"
+                                                 : "--cache-url-timeout");
+    return 1;
+  }
+  if (pc_remote_version() == NULL) {
+    cli_report_msg(NULL, "--cache-url: this build has no libcurl (built with "
+                         "-Dcurl=disabled, -Dstatic=true, or without "
+                         "libcurl4-openssl-dev) (see 'precompress --help')");
+    return 1;
+  }
+  if ((ro = env_flag("PRECOMPRESS_CACHE_READ_ONLY")) < 0) {
+    cli_report_msg(NULL, "PRECOMPRESS_CACHE_READ_ONLY: 1 or 0 (see "
+                         "'precompress --help')");
+    return 1;
+  }
+  o->cache_url_read_only |= ro;
+  if (args->cache_auth_file != NULL)
+    return read_auth_file(args);
+  if (token != NULL && token[0] != '\0' && auth != NULL && auth[0] != '\0') {
+    cli_report_msg(NULL, "PRECOMPRESS_CACHE_TOKEN and PRECOMPRESS_CACHE_AUTH "
+                         "are both set: one credential (see 'precompress "
+                         "--help')");
+    return 1;
+  }
+  if (token != NULL && token[0] != '\0') {
+    o->cache_token = token;
+  } else if (auth != NULL && auth[0] != '\0') {
+    if (strchr(auth, ':') == NULL) {
+      cli_report_msg(NULL, "PRECOMPRESS_CACHE_AUTH: USER:PASSWORD (see "
+                           "'precompress --help')");
+      return 1;
+    }
+    o->cache_userpass = auth;
+  }
+  return 0;
+}
+
 /* Everything before the run: argv, the environment, --help and --version,
  * what may write to standard output, the PATHs. 1 when the program ends
  * here with *status.
@@ -586,10 +722,14 @@ static int prepare(cli_args_t *args, int argc, char **argv, int *status) {
     return 1;
   }
   if (args->action == CLI_ACTION_VERSION) {
-    printf("precompress %s (%s)\n", pc_version_string(), pc_library_versions());
+    const char *rv = pc_remote_version();
+    printf("precompress %s (%s; remote cache: %s)\n", pc_version_string(),
+           pc_library_versions(), rv != NULL ? rv : "none, no libcurl");
     *status = EXIT_OK;
     return 1;
   }
+  if (remote_env(args))
+    return 1;
   if (args->shard_auto && resolve_shard(args))
     return 1;
 

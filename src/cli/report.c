@@ -271,6 +271,43 @@ static void removed_lines(cli_report_t *r, const pc_file_t *f) {
   }
 }
 
+/* -v: "rejected PATH.br (...)", one line per format whose entry in the
+ * remote cache was not this file's output (compressed here instead).
+ */
+static void rejected_lines(cli_report_t *r, const pc_file_t *f) {
+  int i;
+
+  for (i = 0; i < PC_NFORMATS; i++) {
+    if (!(f->remote_rejected & PC_FMT_BIT(i)))
+      continue;
+    output_line(r, "rejected", f);
+    printf(".%s (the remote cache's entry does not decode to the file)\n",
+           pc_format_ext((pc_format_t)i));
+  }
+}
+
+/* --json-lines: ,"remote":{"hits":["gz"],"rejected":["br"]} */
+static void remote_json(const cli_report_t *r, const pc_file_t *f) {
+  const unsigned bits[2] = {f->remote_hits, f->remote_rejected};
+  const char *const names[2] = {"hits", "rejected"};
+  int k, i;
+
+  if (r->args->opts.cache_url == NULL)
+    return;
+  fputs(",\"remote\":{", stdout);
+  for (k = 0; k < 2; k++) {
+    const char *sep = "";
+    printf("%s\"%s\":[", k ? "," : "", names[k]);
+    for (i = 0; i < PC_NFORMATS; i++)
+      if (bits[k] & PC_FMT_BIT(i)) {
+        printf("%s\"%s\"", sep, pc_format_ext((pc_format_t)i));
+        sep = ",";
+      }
+    putchar(']');
+  }
+  putchar('}');
+}
+
 static const char *state_name(pc_out_state_t s) {
   switch (s) {
   case PC_OUT_OFF:
@@ -450,6 +487,7 @@ static void json_file_line(cli_report_t *r, const pc_file_t *f) {
     cli_put_json_str(stdout, msg, strlen(msg));
   }
   cli_delta_json(r, f);
+  remote_json(r, f);
   fputs(",\"outputs\":{", stdout);
   for (i = 0; i < PC_NFORMATS; i++) {
     const pc_output_t *o = &f->out[i];
@@ -538,6 +576,8 @@ void cli_report_file(void *data, const pc_file_t *file) {
     cli_delta_verbose(r, file);
   if (a->verbose && !a->opts.dry_run)
     removed_lines(r, file);
+  if (a->verbose)
+    rejected_lines(r, file);
   if (a->opts.dry_run)
     listing_lines(r, file);
   after_stdout(r);
@@ -624,11 +664,40 @@ static void summary_json(cli_report_t *r, const pc_totals_t *t, double wall_s,
   printf(",\"peak_estimate\":%" PRIu64 ",\"ran_alone\":%" PRIu64 "}",
          t->mem_peak, t->ran_alone);
   shard_json(r->args);
+  if (t->remote.on) {
+    printf(",\"remote\":{\"lookups\":%" PRIu64 ",\"hits\":%" PRIu64
+           ",\"stored\":%" PRIu64 ",\"rejected\":%" PRIu64 ",\"lost\":%" PRIu64
+           ",\"failed\":%s,\"failure\":",
+           t->remote.lookups, t->remote.hits, t->remote.stored,
+           t->remote.rejected, t->remote.lost,
+           t->remote.failed ? "true" : "false");
+    if (t->remote.why != NULL)
+      cli_put_json_str(stdout, t->remote.why, strlen(t->remote.why));
+    else
+      fputs("null", stdout);
+    putchar('}');
+  }
   /* Where a file's outputs are: DIR/path.EXT, path as its line gives it. */
   if (r->args->opts.output_dir != NULL)
     json_name_member("output_dir", r->args->opts.output_dir);
   printf(",\"dry_run\":%s,\"wall_s\":%.3f,\"cpu_s\":%.3f,\"exit\":%d}\n",
          r->args->opts.dry_run ? "true" : "false", wall_s, cpu_s, exit_status);
+}
+
+/* The summary's "; remote cache: 40 of 40 lookups hit, 0 stored" (with
+ * ", N rejected" and ", N lost" when not 0), with --cache-url.
+ */
+static void remote_text(const cli_report_t *r, const pc_totals_t *t) {
+  if (!t->remote.on)
+    return;
+  fprintf(stderr, "; remote cache: %" PRIu64 " of %" PRIu64 " lookup%s hit",
+          t->remote.hits, t->remote.lookups, t->remote.lookups == 1 ? "" : "s");
+  if (!r->args->opts.cache_url_read_only && !r->args->opts.dry_run)
+    fprintf(stderr, ", %" PRIu64 " stored", t->remote.stored);
+  if (t->remote.rejected > 0)
+    fprintf(stderr, ", %" PRIu64 " rejected", t->remote.rejected);
+  if (t->remote.lost > 0)
+    fprintf(stderr, ", %" PRIu64 " lost", t->remote.lost);
 }
 
 /* "42 files, 30 compressed, 10 skipped (6 extension, 3 ratio, 1 empty),
@@ -706,14 +775,34 @@ static void summary_line(cli_report_t *r, const pc_totals_t *t, double wall_s) {
     fprintf(stderr, "; shard %u/%u (%s)", (unsigned)r->args->opts.shard_index,
             (unsigned)r->args->opts.shard_count,
             r->args->shard_auto ? r->args->shard_from : "--shard");
+  remote_text(r, t);
   if (r->args->verbose)
     memory_text(r, t);
   fprintf(stderr, "; %.2f s\n", wall_s);
 }
 
+/* One warning line when the remote cache failed or lost requests: the
+ * run went on without them (exit status unchanged), and this says what it
+ * cost. The URL is printed as given: it holds no credential
+ * (pc_options_check() refuses one there).
+ */
+static void remote_warning(cli_report_t *r, const pc_totals_t *t) {
+  if (!t->remote.on || (!t->remote.failed && t->remote.lost == 0))
+    return;
+  cli_report_name_msg(r, r->args->opts.cache_url,
+                      "warning: remote cache %s (%s): %" PRIu64
+                      " request%s lost; the run went on without %s",
+                      t->remote.failed ? "failed" : "fell behind",
+                      t->remote.why != NULL ? t->remote.why : "no reason given",
+                      t->remote.lost, t->remote.lost == 1 ? "" : "s",
+                      t->remote.lost == 1 ? "it" : "them");
+}
+
 void cli_report_summary(cli_report_t *r, const pc_totals_t *totals,
                         double wall_s, double cpu_s, int exit_status) {
   cli_report_clear(r);
+  if (!r->args->quiet)
+    remote_warning(r, totals);
   if (r->args->json || r->args->json_lines) {
     summary_json(r, totals, wall_s, cpu_s, exit_status);
   } else if (!r->args->quiet) {

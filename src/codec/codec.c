@@ -542,6 +542,31 @@ static int zst_feed(pc__enc_t *e, const unsigned char *in, size_t n, int last,
 }
 #endif
 
+uint64_t pc__enc_cost_us(pc_format_t fmt, int level, pc_gzip_engine_t engine,
+                         uint64_t in_size) {
+  /* Bytes per microsecond (MB/s), and a start-up cost in microseconds. */
+  uint64_t mbps, start = 0;
+
+  switch (fmt) {
+  case PC_GZ:
+    if (engine == PC_GZIP_ZOPFLI)
+      return 1000 + in_size * 10; /* ~0.1 MB/s */
+    mbps = engine == PC_GZIP_LIBDEFLATE ? (level >= 10 ? 5 : 50)
+                                        : (level >= 7 ? 20 : 40);
+    break;
+  case PC_BR:
+    mbps = level >= 10 ? 1 : level >= 5 ? 10 : 50;
+    start = level >= 10 ? 200 : 0; /* the optimal parser's set-up */
+    if (level >= 10)               /* ~0.8 MB/s: 5 bytes in 4 microseconds */
+      return start + in_size * 5 / 4;
+    break;
+  default: /* PC_ZST */
+    mbps = level >= 16 ? 3 : level >= 10 ? 10 : 50;
+    break;
+  }
+  return start + in_size / mbps;
+}
+
 uint64_t pc__enc_mem(pc_format_t fmt, int level, pc_gzip_engine_t engine,
                      uint64_t in_size) {
   switch (fmt) {

@@ -40,6 +40,15 @@ int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
 uint64_t pc__enc_mem(pc_format_t fmt, int level, pc_gzip_engine_t engine,
                      uint64_t in_size);
 
+/* Roughly how long an encoder of `fmt` at `level` takes over `in_size`
+ * bytes of text on one core, in microseconds: a fixed start-up cost and a
+ * speed per level band (measured on bench's generated text: gzip 9 ~20
+ * MB/s, brotli 11 ~0.8 MB/s). For choosing whether a file is worth a
+ * request to the remote cache, not for scheduling.
+ */
+uint64_t pc__enc_cost_us(pc_format_t fmt, int level, pc_gzip_engine_t engine,
+                         uint64_t in_size);
+
 /* zstd's multi-threaded mode gives the same bytes for any number of
  * workers from 1 up, but not the bytes of its single-threaded mode: which
  * mode a file gets depends on its size alone, never on -j.

@@ -235,6 +235,40 @@ static const char *only_check(const pc_options_t *o) {
   return NULL;
 }
 
+/* What is wrong with the remote cache's options, or NULL. The URL is
+ * http:// or https:// with a host, and holds no credentials (they would
+ * be in argv, messages and process listings), no query and no fragment
+ * (the entries' names are appended to it).
+ */
+static const char *remote_check(const pc_options_t *o) {
+  const char *u = o->cache_url, *host, *end;
+
+  if (!PC_HAVE_CURL)
+    return "--cache-url: this build has no libcurl (built with "
+           "-Dcurl=disabled, -Dstatic=true, or without libcurl4-openssl-dev)";
+  if (strncmp(u, "http://", 7) == 0)
+    host = u + 7;
+  else if (strncmp(u, "https://", 8) == 0)
+    host = u + 8;
+  else
+    return "--cache-url: a URL starting with http:// or https://";
+  end = host + strcspn(host, "/");
+  if (end == host)
+    return "--cache-url: the URL has no host";
+  if (memchr(host, '@', (size_t)(end - host)) != NULL)
+    return "--cache-url: credentials go in PRECOMPRESS_CACHE_TOKEN, "
+           "PRECOMPRESS_CACHE_AUTH or --cache-auth-file, not in the URL";
+  if (strpbrk(u, "?# \t\r\n") != NULL)
+    return "--cache-url: a URL without query, fragment or white space";
+  if (o->cache_token != NULL && o->cache_userpass != NULL)
+    return "--cache-url: a bearer token or basic credentials, not both";
+  if (o->cache_userpass != NULL && strchr(o->cache_userpass, ':') == NULL)
+    return "--cache-url: basic credentials are user:password";
+  if (o->cache_url_timeout > 3600)
+    return "--cache-url-timeout: at most 3600 seconds";
+  return NULL;
+}
+
 int pc_options_check(const pc_options_t *given, const char **what) {
   pc_options_t full, *o = &full;
   const char *bad = NULL;
@@ -277,6 +311,8 @@ int pc_options_check(const pc_options_t *given, const char **what) {
     bad = deltas_check(o);
   if (bad == NULL && o->only != NULL)
     bad = only_check(o);
+  if (bad == NULL && o->cache_url != NULL)
+    bad = remote_check(o);
   if (what != NULL)
     *what = bad;
   return bad == NULL ? 0 : -EINVAL;

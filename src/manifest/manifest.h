@@ -55,6 +55,8 @@ typedef struct pc__rec {
   int deduped;
   int cached;
   int alone;
+  unsigned remote_hits;     /* formats from the remote cache (this run's) */
+  unsigned remote_rejected; /* formats whose remote entry was rejected */
   uint64_t size;
   int64_t mtime_ns;
   pc_output_t out[PC_NFORMATS];

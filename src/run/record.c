@@ -88,6 +88,8 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.unchanged = rec->unchanged;
     file.deduped = rec->deduped;
     file.cached = rec->cached;
+    file.remote_hits = rec->remote_hits;
+    file.remote_rejected = rec->remote_rejected;
     file.alone = rec->alone;
     file.err = rec->err;
     file.err_path = err_path;
@@ -262,6 +264,8 @@ void pc__record_job(pc__run_t *r, const pc__job_t *j) {
   rec.mtime_ns = j->mtime_ns;
   rec.deduped = j->res.copied;
   rec.cached = j->res.cached;
+  rec.remote_hits = j->res.remote_hits;
+  rec.remote_rejected = j->res.remote_rejected;
   rec.alone = j->unit.alone;
   memcpy(rec.out, j->res.out, sizeof(rec.out));
   if (j->res.ndeltas > 0) {

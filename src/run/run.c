@@ -16,6 +16,8 @@
  */
 #include "run/run.h"
 
+#include "store/remote.h"
+
 #include "store/store.h"
 #include "work/worker.h"
 
@@ -314,6 +316,27 @@ static int walk_and_dispatch(pc__run_t *r, int *loop_open) {
   return r->stopping ? PC_EINTERRUPTED : 0;
 }
 
+/* The remote cache's part of the totals, once what it still had queued
+ * is sent (within its bound). Its first failure's words outlive the run
+ * (precompress.h): one run at a time.
+ */
+static void remote_totals(pc__run_t *r) {
+  static char why[sizeof(((pc__remote_stats_t *)0)->why)];
+  pc__remote_stats_t st;
+
+  pc__remote_finish(r->cfg.remote);
+  pc__remote_stats(r->cfg.remote, &st);
+  r->totals.remote.on = 1;
+  r->totals.remote.lookups = st.lookups;
+  r->totals.remote.hits = st.hits;
+  r->totals.remote.stored = st.stored;
+  r->totals.remote.rejected = st.rejected;
+  r->totals.remote.lost = st.lost;
+  r->totals.remote.failed = st.failed;
+  memcpy(why, st.why, sizeof(why));
+  r->totals.remote.why = why[0] != '\0' ? why : NULL;
+}
+
 /* After the loop: the manifest, the cache's trim, the totals. `err` is the
  * loop's result; the run's is returned.
  */
@@ -344,6 +367,8 @@ static int finish_run(pc__run_t *r, int err, pc_totals_t *totals) {
     if (terr != 0)
       pc__run_error(r, opts->cache_dir, terr);
   }
+  if (r->cfg.remote != NULL)
+    remote_totals(r);
   r->totals.mem_limit = r->sched.limit;
   r->totals.mem_peak = r->sched.peak;
   r->totals.ran_alone = r->sched.alone;

@@ -9,6 +9,7 @@
 #include "codec/codec.h"
 #include "work/deltashare.h"
 #include "common/machine.h"
+#include "store/remote.h"
 #include "store/store.h"
 
 #include <fcntl.h>
@@ -280,6 +281,25 @@ static int open_cache(pc__run_t *r) {
   return 0;
 }
 
+/* Starts the remote cache's thread (no request is made yet). It fails
+ * only short of memory: a server that cannot be reached is found out by
+ * the first lookup, and costs its timeout then.
+ */
+static int open_remote(pc__run_t *r) {
+  const pc_options_t *o = r->opts;
+  pc__remote_cfg_t rc;
+
+  memset(&rc, 0, sizeof(rc));
+  rc.url = o->cache_url;
+  rc.token = o->cache_token;
+  rc.userpass = o->cache_userpass;
+  /* A dry run changes nothing, on the server either. */
+  rc.read_only = o->cache_url_read_only || o->dry_run;
+  rc.timeout_s = o->cache_url_timeout;
+  rc.budget = cache_budget(r->sched.limit);
+  return pc__remote_open(&r->cfg.remote, &rc);
+}
+
 /* `mkdir -p DIR`: each missing directory on the way made (0777 less the
  * umask), the last one included; ones there already (or made meanwhile by
  * another run) are fine. What is not a directory is left for the open
@@ -375,6 +395,7 @@ void pc__setup_free(pc__run_t *r) {
   pc__dshare_free(r->cfg.dshare);
   pc__spares_free(r->cfg.spares);
   pc__store_close((pc__store_t *)r->cfg.cache);
+  pc__remote_free(r->cfg.remote);
 }
 
 /* The run's fixed configuration, from the options: what every job reads. */
@@ -504,5 +525,7 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
       totals->err_path = opts->cache_dir;
     return err;
   }
+  if (opts->cache_url != NULL && (err = open_remote(r)) != 0)
+    return err;
   return 0;
 }

@@ -26,6 +26,8 @@ typedef struct pc__cfg {
   struct pc__spares *spares; /* shared, with its own lock: codec states
                                 kept between files, freed with the run */
   struct pc__store *cache;   /* thread-safe (store.h); NULL: no --cache-dir */
+  struct pc__remote *remote; /* thread-safe (remote.h); NULL: no
+                                --cache-url */
   /* --output-dir (spec.output_dir, which names it in messages): outputs
    * go below out_fd, mirroring each file's path below its root; out_fd is
    * -1 when a dry run found no such directory (every output missing).
@@ -79,11 +81,13 @@ typedef struct pc__result {
   int err;
   char *err_path; /* owned; NULL means fullpath */
   pc_output_t out[PC_NFORMATS];
-  int outcome;         /* PC__CHECK_*: what the incremental check found */
-  int copied;          /* outputs copied from an identical file */
-  int cached;          /* every format's result came from the cache */
-  unsigned cache_puts; /* entries it stored in the cache */
-  pc_delta_t *deltas;  /* owned: one per format and distinct dictionary */
+  int outcome;              /* PC__CHECK_*: what the incremental check found */
+  int copied;               /* outputs copied from an identical file */
+  int cached;               /* every format's result came from the cache */
+  unsigned cache_puts;      /* entries it stored in the cache */
+  unsigned remote_hits;     /* formats taken from the remote cache */
+  unsigned remote_rejected; /* formats whose remote entry was rejected */
+  pc_delta_t *deltas;       /* owned: one per format and distinct dictionary */
   unsigned ndeltas;
 } pc__result_t;
 

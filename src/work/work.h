@@ -37,6 +37,8 @@ typedef struct pc__fmt {
   const char *base;    /* its last component, relative to the job's directory */
   int on;              /* enabled and not dropped */
   int cached;          /* the result came from the cache */
+  int fetched;         /* ... from the remote cache: stored in the local
+                          one only */
   int fresh;           /* `base` not in the walk's listing: written unnamed */
   pc__store_hit_t hit; /* a cached payload to copy (hit.rd), or zeroed */
   const unsigned char *mem; /* once settled: all of the output, still in
@@ -88,14 +90,15 @@ typedef struct pc__work {
   int fd;                   /* owned: the source while it is read, or -1 */
   uint64_t h[2];            /* the content's hash, when have_hash */
   int have_hash;
-  int named;            /* the output names were being built: a failure since
-                           owes its old outputs' removal */
-  pc__dirfd_t pdir;     /* the file's directory (O_PATH) */
-  struct pc__dwork *dw; /* owned: the deltas made, until written
-                          (deltajob.c), or NULL */
-  pc__dirfd_t odir;     /* where its outputs go: pdir, borrowed, in place; with
-                           --output-dir its mirror below out_fd (fd -1 while
-                           missing: made by the first write, pc__work_out_open) */
+  int named;               /* the output names were being built: a failure since
+                              owes its old outputs' removal */
+  pc__dirfd_t pdir;        /* the file's directory (O_PATH) */
+  struct pc__dwork *dw;    /* owned: the deltas made, until written
+                             (deltajob.c), or NULL */
+  struct pc__prefetch *pf; /* its unit's remote answers (cache.h), or NULL */
+  pc__dirfd_t odir; /* where its outputs go: pdir, borrowed, in place; with
+                       --output-dir its mirror below out_fd (fd -1 while
+                       missing: made by the first write, pc__work_out_open) */
 } pc__work_t;
 
 /* Where the file's base name starts in fullpath. */

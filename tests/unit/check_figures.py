@@ -193,6 +193,37 @@ check("default --cache-max-size", "src/codec/options.c (cache_max_size)",
         lambda m: size(*m.groups())),
        (OPT, r"least recently used entries first .{0,120}?Default: (\d+)([kMG]) \.",
         lambda m: size(*m.groups()))])
+# --- the remote cache ------------------------------------------------------------
+
+RC = "docs/remote-cache.md"
+check("remote cache: connections", "src/store/remote.h (PC__REMOTE_CONNS)",
+      lambda: define("src/store/remote.h", "PC__REMOTE_CONNS"),
+      [(REF, r"stores take at most half of the (\d+) connections", g1)])
+check("remote cache: stores' share of the connections", "src/store/remote.c (take)",
+      lambda: int(code("src/store/remote.c", r"#define PUT_CONNS \(PC__REMOTE_CONNS / (\d+)\)")),
+      [(REF, r"stores take at most (half) of the \d+ connections", frac1)])
+check("remote cache: default timeout (s)", "src/store/remote.h (PC__REMOTE_TIMEOUT)",
+      lambda: define("src/store/remote.h", "PC__REMOTE_TIMEOUT"),
+      [(REF, r"`--cache-url-timeout` seconds \(default (\d+)\)", g1),
+       (OPT, r"byte moving; a transfer may take 10 x S \[default: (\d+)\]", g1),
+       (OPT, r"1 to 3600; default: (\d+) \.", g1)])
+check("remote cache: a whole transfer (times the timeout)", "src/store/remote.c (total_ms)",
+      lambda: int(code("src/store/remote.c", r"r->total_ms = \(long\)t \* (\d+)000;")),
+      [(REF, r"\((ten) times that for a whole transfer\)", lambda m: WORDS[m.group(1)]),
+       (OPT, r"a transfer may take (\d+) x S", g1)])
+check("remote cache: the end's drain (times the timeout)", "src/store/remote.c (drain_ms)",
+      lambda: int(code("src/store/remote.c", r"r->drain_ms = \(uint64_t\)t \* (\d+)000;")),
+      [(REF, r"is sent for at most (twice) `--cache-url-timeout`", lambda m: 2)])
+check("remote cache: largest source", "src/work/cache.h (PC__REMOTE_MAX)",
+      lambda: int(code("src/work/cache.h", r"PC__REMOTE_MAX \(\(uint64_t\)(\d+) << 20\)")) << 20,
+      [(REF, r"Sources up to (\d+) MiB are looked up and stored", lambda m: size(m.group(1), "MiB"))])
+check("remote cache: a file worth a request (microseconds)", "src/work/cache.h (PC__REMOTE_WORTH_US)",
+      lambda: define("src/work/cache.h", "PC__REMOTE_WORTH_US"),
+      [(REF, r"estimated to take at least (\d+) microseconds of one core", g1)])
+check("remote cache: entry header (bytes)", "src/store/remote.h (PC__REMOTE_HEAD)",
+      lambda: define("src/store/remote.h", "PC__REMOTE_HEAD"),
+      [(RC, r"the header's (\d+) bytes", g1)])
+
 check("store's application id", "src/store/storeid.h (PC__STORE_APP_ID)",
       lambda: define("src/store/storeid.h", "PC__STORE_APP_ID"),
       [(REF, r"application id `0x([0-9a-f]+)`", lambda m: int(m.group(1), 16)),

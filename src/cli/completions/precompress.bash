@@ -6,7 +6,8 @@ _precompress() {
 
   local opts="--no-gzip --no-brotli --zstd --formats --gzip-level --gzip-engine
     --brotli-quality --zstd-level --max-ratio --min-size --skip-ext --include
-    --exclude --files-from --follow --force --fsync --shard --cache-dir --cache-max-size --memory-limit
+    --exclude --files-from --follow --force --fsync --shard --cache-dir --cache-max-size
+    --cache-url --cache-auth-file --cache-url-read-only --cache-url-timeout --memory-limit
     --jobs -j --manifest --output-dir --dictionary-from --dictionary-name
     --django-manifest --deltas
     --dry-run -n --check --quiet -q --verbose -v
@@ -66,11 +67,12 @@ _precompress() {
     --cache-dir | --output-dir | --dictionary-from)
       _filedir -d
       return ;;
-    --files-from)
+    --files-from | --cache-auth-file)
       _filedir
       return ;;
     --max-ratio | --min-size | --skip-ext | --include | --exclude | \
-      --cache-max-size | --memory-limit | --jobs | -j | --dictionary-name)
+      --cache-max-size | --memory-limit | --jobs | -j | --dictionary-name | \
+      --cache-url | --cache-url-timeout)
       return ;;
   esac
 
