@@ -94,7 +94,7 @@ extern "C" {
      "replace (give the directory it leads to)")                               \
   XX(EDJMEMORY, -4022,                                                         \
      "Django staticfiles.json not read: over its share of the memory limit "   \
-     "(a quarter, for all of a run's): its files are paired by name only")   \
+     "(a quarter, for all of a run's): its files are paired by name only")     \
   XX(ENOCURL, -4023, "built without libcurl: no remote cache (--cache-url)")
 
 enum {

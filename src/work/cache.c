@@ -241,7 +241,8 @@ static int same_key(const pc__store_key_t *a, const pc__store_key_t *b) {
 static int prefetch_hash(const pc__job_t *j, int dirfd, unsigned char *buf,
                          uint64_t h[2]) {
   const char *name = j->fullpath + pc__job_base_off(j);
-  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, fd = -1;
+  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW,
+      fd = -1;
   struct stat st;
   XXH128_hash_t x;
   int ok;
