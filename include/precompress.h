@@ -1,9 +1,11 @@
 /* precompress: write FILE.gz, FILE.br and FILE.zst beside static files.
  *
- * This is the only public header of libprecompress. Every public name starts
- * with pc_ (macros PC_). The library never prints and never exits: functions
- * return 0 or a negative errno-style code (pc_strerror() names it), and a run
- * reports per file through callbacks made on the calling thread.
+ * The interface of the precompress program's engine, the library its CLI
+ * (src/cli) drives, and the only header the CLI includes. Every name here
+ * starts with pc_ (macros PC_); the library's internal ones with pc__. The
+ * library never prints and never exits: functions return 0 or a negative
+ * errno-style code (pc_strerror() names it), and a run reports per file through
+ * callbacks made on the calling thread.
  *
  * The library uses libuv's process-global threadpool. pc_run() sets
  * UV_THREADPOOL_SIZE before the pool's first use; an application that uses
@@ -25,23 +27,11 @@ extern "C" {
 #define PC_EXTERN
 #endif
 
-/* Versions and the ABI. The structs a program fills and the library reads
- * or writes (pc_options_t, pc_totals_t) start with `size`: their size as the
- * program was compiled (pc_options_init() and PC_TOTALS_INIT set it). The
- * library reads and writes only that many bytes, so a program built against
- * an older header runs with a newer library: the options it does not know
- * keep their defaults, the totals it does not know are not written. A size
- * larger than the library's is taken only when the bytes past the library's
- * end are all zero (a newer program asking for nothing this library lacks;
- * the rule of Linux's copy_struct_from_user), else -E2BIG. Fields are only
- * added at the end of a struct, never moved or removed; the structs the
- * library hands to callbacks (pc_file_t, pc_progress_t) grow the same way,
- * and a program reads the fields it knows. Arrays indexed by format have
- * PC_FORMATS_MAX slots, so a new format moves no field.
- *
- * The shared library's soname: while 0.x, one per minor release
- * (libprecompress.so.0.10), as a function may still change between minors;
- * a patch release changes none. From 1.0 on, the major version.
+/* The library is the program's engine, not a product of its own: it is
+ * linked into the precompress program (and the tests), never installed,
+ * and makes no promise across versions. A program and its library are one
+ * release, so the structs here carry no size or version of their own and
+ * fields go where they belong.
  */
 /* The one place the version is written: meson.build, the Python package and
  * dist/release.sh read these three lines (dist/version.py). */
@@ -115,11 +105,6 @@ typedef enum pc_format {
   PC_NFORMATS = 3
 } pc_format_t;
 
-/* Slots of the arrays indexed by format in the public structs: room for
- * formats to come without moving the fields after them (see "Versions").
- */
-#define PC_FORMATS_MAX 8
-
 #define PC_FMT_BIT(f) (1u << (f))
 
 /* File extension of a format without the dot ("gz", "br", "zst"). */
@@ -165,14 +150,9 @@ typedef enum pc_skip {
   PC_SKIP_RATIO,       /* compressed, and no format saved enough (summary) */
   PC_SKIP_LINK_OWNER,  /* a symlink the rule does not follow: another
                           account's, to a file not its owner's and not
-                          beside or above it in the PATH (never opened);
-                          last, so that no earlier value moves */
+                          beside or above it in the PATH (never opened) */
   PC_SKIP_MAX_
 } pc_skip_t;
-
-/* Slots of pc_totals_t.skipped: room for reasons to come without moving the
- * fields after it (see "Versions"). */
-#define PC_SKIPS_MAX 16
 
 /* Name used in the manifest and the summary ("extension", "ratio", ...). */
 PC_EXTERN const char *pc_skip_name(pc_skip_t s);
@@ -277,7 +257,7 @@ typedef struct pc_file {
   int cached;           /* outputs taken from the --cache-dir cache */
   int err;              /* 0, or a negative code: the file failed */
   const char *err_path; /* the name the error is about (source or output) */
-  pc_output_t out[PC_FORMATS_MAX]; /* [PC_NFORMATS] and up are unused */
+  pc_output_t out[PC_NFORMATS];
   int alone; /* its encoders' estimate passed the memory limit
                 by itself: it ran with no other file beside it */
   /* Its deltas against its predecessors (--dictionary-from), ndeltas of
@@ -302,11 +282,8 @@ typedef struct pc_progress {
   int walk_done;        /* 1 once the totals are final */
 } pc_progress_t;
 
-/* Totals of a run. The program sets `size` (PC_TOTALS_INIT), pc_run()
- * fills the rest, as far as `size` goes.
- */
+/* Totals of a run: pc_run() fills every field. */
 typedef struct pc_totals {
-  size_t size;         /* sizeof(pc_totals_t) as the program was built */
   uint64_t files;      /* files recorded (everything but our own outputs) */
   uint64_t bytes;      /* their total size */
   uint64_t compressed; /* files compressed, at least one output kept */
@@ -314,8 +291,7 @@ typedef struct pc_totals {
   uint64_t deduped;    /* of `compressed`: outputs copied from a file with
                           the same bytes instead of compressing again */
   uint64_t cached;     /* of `compressed`: results taken from the cache */
-  uint64_t skipped[PC_SKIPS_MAX]; /* files with no output, by reason
-                                    ([PC_SKIP_MAX_] and up unused) */
+  uint64_t skipped[PC_SKIP_MAX_]; /* files with no output, by reason */
   uint64_t failed;                /* files that failed */
   uint64_t errors;  /* other failures: a directory that cannot be read,
                        the manifest or the cache (see on_error) */
@@ -327,7 +303,7 @@ typedef struct pc_totals {
     uint64_t files;     /* outputs kept */
     uint64_t bytes_in;  /* source bytes of those files */
     uint64_t bytes_out; /* output bytes kept */
-  } fmt[PC_FORMATS_MAX];
+  } fmt[PC_NFORMATS];
   uint64_t mem_limit;   /* the memory limit the run kept to (bytes), or
                            PC_MEMORY_UNLIMITED */
   uint64_t mem_peak;    /* the most the units in flight were estimated to
@@ -360,14 +336,7 @@ typedef struct pc_totals {
   } remote;
 } pc_totals_t;
 
-/* An initializer for a program's totals: `pc_totals_t t = PC_TOTALS_INIT;` */
-#define PC_TOTALS_INIT                                                         \
-  { .size = sizeof(pc_totals_t) }
-
 typedef struct pc_options {
-  size_t size; /* sizeof(pc_options_t) as the program was built: set by
-                  pc_options_init() (see "Versions") */
-
   /* What to compress: directories (walked) and files. Not copied; must stay
    * valid for the duration of pc_run().
    */
@@ -375,8 +344,8 @@ typedef struct pc_options {
   size_t npaths;
 
   unsigned formats;             /* PC_FMT_BIT(PC_GZ) | ...; default gz and br */
-  int level[PC_FORMATS_MAX];    /* see pc_level_range(): gzip 1..9 (9),
-                                   brotli 0..11 (11), zstd 1..19 (19) */
+  int level[PC_NFORMATS];       /* see pc_level_range(): gzip 1..9 (9),
+                                      brotli 0..11 (11), zstd 1..19 (19) */
   pc_gzip_engine_t gzip_engine; /* PC_GZIP_ZLIB; gzip level 1..12 with
                                    libdeflate, 1..1000 iterations with zopfli */
 
@@ -527,12 +496,8 @@ typedef struct pc_options {
                                  times as long */
 } pc_options_t;
 
-/* Fills every field with its default, and `size` with the program's
- * sizeof(pc_options_t): pc_options_init(&opts) is pc_options_init_size(&opts,
- * sizeof(pc_options_t)), which writes `size` bytes at most.
- */
-PC_EXTERN void pc_options_init_size(pc_options_t *opts, size_t size);
-#define pc_options_init(opts) pc_options_init_size((opts), sizeof(pc_options_t))
+/* Fills every field with its default. */
+PC_EXTERN void pc_options_init(pc_options_t *opts);
 
 /* The default skip list (NULL-terminated); *n receives its length. */
 PC_EXTERN const char *const *pc_default_skip_ext(size_t *n);
@@ -594,9 +559,7 @@ PC_EXTERN const char *pc_remote_version(void);
  * another negative code when nothing could run (invalid options, -EBUSY:
  * another run is in progress, no loop, a manifest name it may not
  * replace: PC_EREFUSE, PC_EOUTNAME, or the error met reading what is
- * there, with totals->err_path set to the name). opts->size or
- * totals->size below sizeof(size_t), or too large (see "Versions"): -EINVAL
- * or -E2BIG, and nothing is written. totals may be NULL.
+ * there, with totals->err_path set to the name). totals may be NULL.
  *
  * Signals. pc_run() installs no signal handler and changes no signal's
  * disposition: signals are the program's. To stop a run on SIGINT (and

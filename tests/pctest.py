@@ -116,17 +116,9 @@ def words_data(size, seed=1234):
 
 
 def copy_program(dst):
-    """Copies PROGRAM to dst so that the copy runs: a program linked against
-    the shared library (the default build) finds it at $ORIGIN/.. (meson's
-    build RUNPATH: build/src beside build/src/cli), so the library goes one
-    level above dst's directory too. A static program is copied alone."""
+    """Copies PROGRAM to dst: the library is linked into it, so the copy runs
+    alone (its other libraries are the system's)."""
     shutil.copy2(PROGRAM, dst)
-    libdir = os.path.dirname(os.path.dirname(os.path.abspath(PROGRAM)))
-    up = os.path.dirname(os.path.dirname(os.path.abspath(dst)))
-    for name in os.listdir(libdir):
-        src = os.path.join(libdir, name)
-        if name.startswith("libprecompress.so") and (os.path.islink(src) or os.path.isfile(src)):
-            shutil.copy2(src, os.path.join(up, name), follow_symlinks=False)
 
 
 def sanitized_build():

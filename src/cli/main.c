@@ -762,7 +762,6 @@ static int run_with_signals(cli_args_t *args, pc_totals_t *totals) {
   int rc;
 
   memset(totals, 0, sizeof(*totals));
-  totals->size = sizeof(*totals);
   catch_signals();
   rc = pc_run(&args->opts, totals);
   release_signals();
@@ -779,7 +778,7 @@ static int run_with_signals(cli_args_t *args, pc_totals_t *totals) {
 /* The run: callbacks, pc_run(), then the exit status and the summary. */
 static int run(cli_args_t *args, uint64_t start_ns) {
   cli_report_t report;
-  pc_totals_t totals = PC_TOTALS_INIT;
+  pc_totals_t totals;
   const char *what = NULL;
   int status, rc;
 

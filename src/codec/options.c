@@ -123,7 +123,6 @@ static void options_defaults(pc_options_t *o) {
   int f;
 
   memset(o, 0, sizeof(*o));
-  o->size = sizeof(*o);
   o->formats = PC_FMT_BIT(PC_GZ) | PC_FMT_BIT(PC_BR);
   for (f = 0; f < PC_NFORMATS; f++)
     pc_level_range((pc_format_t)f, PC_GZIP_ZLIB, NULL, NULL, &o->level[f]);
@@ -133,40 +132,7 @@ static void options_defaults(pc_options_t *o) {
   o->cache_max_size = (uint64_t)1 << 30;
 }
 
-void pc_options_init_size(pc_options_t *o, size_t size) {
-  pc_options_t d;
-
-  if (size < sizeof(d.size))
-    return; /* not even room for its size: nothing to fill */
-  options_defaults(&d);
-  if (size > sizeof(d)) /* a newer header: its fields past ours are unset */
-    memset((char *)o + sizeof(d), 0, size - sizeof(d));
-  d.size = size;
-  memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
-}
-
-int pc__struct_size_ok(const void *p, size_t given, size_t known) {
-  size_t i;
-
-  if (given < sizeof(size_t))
-    return -EINVAL;
-  for (i = known; i < given; i++) /* a newer program's fields: all unset */
-    if (((const unsigned char *)p)[i] != 0)
-      return -E2BIG;
-  return 0;
-}
-
-int pc__options_copy(pc_options_t *full, const pc_options_t *given) {
-  int err = pc__struct_size_ok(given, given->size, sizeof(*full));
-
-  if (err != 0)
-    return err;
-  options_defaults(full);
-  memcpy(full, given,
-         given->size < sizeof(*full) ? given->size : sizeof(*full));
-  full->size = sizeof(*full);
-  return 0;
-}
+void pc_options_init(pc_options_t *o) { options_defaults(o); }
 
 /* What is wrong with the options of deltas (docs/deltas.md), or NULL. */
 static const char *deltas_check(const pc_options_t *o) {
@@ -269,16 +235,10 @@ static const char *remote_check(const pc_options_t *o) {
   return NULL;
 }
 
-int pc_options_check(const pc_options_t *given, const char **what) {
-  pc_options_t full, *o = &full;
+int pc_options_check(const pc_options_t *o, const char **what) {
   const char *bad = NULL;
-  int f, err;
+  int f;
 
-  if ((err = pc__options_copy(&full, given)) != 0) {
-    if (what != NULL)
-      *what = "options of another size than this library's (pc_options_init)";
-    return err;
-  }
   if (o->npaths == 0 || o->paths == NULL)
     bad = "no PATH given";
   else if ((o->formats & ((1u << PC_NFORMATS) - 1)) == 0 ||

@@ -155,13 +155,4 @@ int pc__output_format_of(const char *name, size_t len);
  */
 int pc__delta_output_name(const char *name, size_t len, size_t *base_len);
 
-/* The sized structs' rule (precompress.h, "Versions"): 0 when `given` bytes
- * at p can be taken by a library that knows `known` of them; -EINVAL when
- * given is too small to hold the size, -E2BIG when a byte past `known` is
- * set. */
-int pc__struct_size_ok(const void *p, size_t given, size_t known);
-/* *given as this library's full pc_options_t: the fields past given->size
- * at their defaults. 0 or pc__struct_size_ok()'s code. */
-int pc__options_copy(pc_options_t *full, const pc_options_t *given);
-
 #endif /* PC_COMMON_H */

@@ -415,27 +415,7 @@ static int run_full(const pc_options_t *opts, pc_totals_t *totals) {
 }
 
 int pc_run(const pc_options_t *opts, pc_totals_t *totals) {
-  pc_options_t o;
-  pc_totals_t t;
-  size_t tsize = 0;
-  int err;
-
-  if (totals != NULL) {
-    tsize = totals->size;
-    if ((err = pc__struct_size_ok(totals, tsize, sizeof(t))) != 0)
-      return err;
-    if (tsize > sizeof(t))
-      tsize = sizeof(t); /* a newer program's fields past ours stay 0 */
-    memset(totals, 0, tsize);
-    totals->size = tsize;
-  }
-  if ((err = pc__options_copy(&o, opts)) != 0)
-    return err;
-  memset(&t, 0, sizeof(t));
-  err = run_full(&o, totals != NULL ? &t : NULL);
-  if (totals != NULL) {
-    t.size = tsize;
-    memcpy(totals, &t, tsize);
-  }
-  return err;
+  if (totals != NULL)
+    memset(totals, 0, sizeof(*totals));
+  return run_full(opts, totals);
 }

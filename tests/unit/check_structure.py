@@ -32,12 +32,17 @@ objects and on the sources:
    and no folders depend on each other round a loop, nor does a folder use
    a symbol of a folder listed after it (a function declared in a lower
    folder's header but defined higher up would pass 4 and fail here).
+6. The program uses the library only through include/precompress.h: no
+   object of the program (PROGDIR, the objects of src/cli/) uses a symbol
+   named pc__, the library's internal prefix. The library is linked into
+   the program as a static archive, so the linker would let it.
 
 Before reading the tree, the checks of 4 and 5 are run on a small made-up
 tree with a planted upward include, an unqualified include and a loop
-between folders; the script fails if they are not caught.
+between folders, and 6 on a made-up object's symbols; the script fails if
+they are not caught.
 
-    check_structure.py NM OBJDIR SRCDIR
+    check_structure.py NM OBJDIR SRCDIR PROGDIR
 """
 import collections
 import glob
@@ -252,6 +257,18 @@ def folder_rule(deps):
     return failed
 
 
+def engine_rule(undefined):
+    """6.: undefined maps a program's object to the symbols it uses."""
+    return ["src/cli/%s uses %s, an internal of the library (only precompress.h's pc_ names)"
+            % (o[:-len(".o")] if o.endswith(".o") else o, s)
+            for o in sorted(undefined) for s in sorted(undefined[o]) if s.startswith("pc__")]
+
+
+def program_symbols(nm, progdir):
+    objs = sorted(glob.glob(os.path.join(progdir, "*.o")))
+    return {os.path.basename(o): symbols(nm, o)[1] for o in objs}
+
+
 def self_test():
     """4. and 5. on a made-up tree: each planted fault is caught, and the
     tree without them passes."""
@@ -287,6 +304,13 @@ def self_test():
     if not any(g.startswith("folders that use each other's symbols round a loop: common <-> fs") for g in got) \
             or not any("common/ uses a symbol of fs/" in g for g in got):
         problems.append("folder rule: the loop common <-> fs not caught (got %s)" % got)
+    prog = {"main.c.o": {"pc_run", "pc_strerror", "printf"}}
+    if engine_rule(prog):
+        problems.append("a program using only pc_ names fails: %s" % engine_rule(prog))
+    prog["report.c.o"] = {"pc_file_t_size", "pc__delta_read"}
+    if engine_rule(prog) != ["src/cli/report.c uses pc__delta_read, an internal of the library "
+                             "(only precompress.h's pc_ names)"]:
+        problems.append("engine rule: a planted pc__ use not caught (got %s)" % engine_rule(prog))
     return ["self-test: " + p for p in problems]
 
 
@@ -333,9 +357,9 @@ def lengths(srcdir):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         sys.exit(__doc__)
-    nm, objdir, srcdir = sys.argv[1:]
+    nm, objdir, srcdir, progdir = sys.argv[1:]
     failed = self_test()
     files, deps = file_deps(nm, objdir, srcdir)
     if not files:
@@ -346,6 +370,10 @@ def main():
     mod, code = modules(srcdir, src)
     failed += (circles(files, deps) + include_circles(src, mod, code) + lengths(srcdir)
                + layer_rule(src, code) + folder_rule(deps))
+    prog = program_symbols(nm, progdir)
+    if not prog:
+        failed.append("no objects of the program in %s" % progdir)
+    failed += engine_rule(prog)
     for f in failed:
         print("check_structure: " + f)
     print("check_structure: %d files, %d objects, %d layers; %d problem(s)"

@@ -1,5 +1,5 @@
 /* The library as a program that embeds it sees it: only precompress.h,
- * linked against the shared library (tests/meson.build).
+ * linked against the library's archive (tests/meson.build).
  *
  *  1. Its own SIGINT handler survives a run: still installed afterwards
  *     (sigaction query) and still called when SIGINT comes. A second
@@ -250,7 +250,7 @@ static void test_handler_survives(const char *fixtures) {
   const char *paths[1];
   struct sigaction sa, now;
   pc_options_t o;
-  pc_totals_t t = PC_TOTALS_INIT;
+  pc_totals_t t;
   int rc;
 
   snprintf(tree, sizeof(tree), "%s/site", tmp);
@@ -286,7 +286,7 @@ static void test_stop(int how) {
   struct stopper s = {how};
   pthread_t th;
   pc_options_t o;
-  pc_totals_t t = PC_TOTALS_INIT;
+  pc_totals_t t;
   int k, rc, seen0 = sigint_seen;
 
   snprintf(tree, sizeof(tree), "%s/big%d", tmp, how);
@@ -324,7 +324,7 @@ static void test_rss(void) {
   char dir[4200], p[4300];
   const char *paths[1];
   pc_options_t o;
-  pc_totals_t t = PC_TOTALS_INIT;
+  pc_totals_t t;
   long before, after;
   int rc;
 
