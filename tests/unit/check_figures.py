@@ -278,16 +278,16 @@ check("brotli 10..11's largest estimate", "src/codec/codec.c (br_mem_table, its 
       [(REF, r"up to about (\d+) MiB from 8 MB on", g1)])
 check("input slice", "src/work/work.h (PC__CHUNK)",
       lambda: define("src/work/work.h", "PC__CHUNK"),
-      [(REF, r"a (\d+) KiB input slice", lambda m: size(m.group(1), "KiB")),
+      [(REF, r"twice a (\d+) KiB input slice", lambda m: size(m.group(1), "KiB")),
        (REF, r"stop at their next (\d+) KiB slice", lambda m: size(m.group(1), "KiB"))])
 check("a file read once, whole", "src/codec/codec.h (PC__WHOLE_MAX)",
       lambda: define("src/codec/codec.h", "PC__WHOLE_MAX"),
-      [(REF, r"\(a file up to (\d+) KiB whole\)", lambda m: size(m.group(1), "KiB")),
+      [(REF, r"\(a file up to (\d+) KiB whole;", lambda m: size(m.group(1), "KiB")),
        (REF, r"a file over (\d+) KiB is read twice", lambda m: size(m.group(1), "KiB")),
        ("docs/design.md", r"a file up to (\d+) KiB is read once", lambda m: size(m.group(1), "KiB"))])
 check("output held before it spills", "src/work/work.h (PC__SPILL)",
       lambda: define("src/work/work.h", "PC__SPILL"),
-      [(REF, r"up to (\d+) MiB of output per format before it spills",
+      [(REF, r"per format (?:once|twice) the up to (\d+) MiB of output held before it spills",
         lambda m: size(m.group(1), "MiB"))])
 check("blocks mapped directly", "src/codec/codec.c (MEM_BIG)",
       lambda: define("src/codec/codec.c", "MEM_BIG"),
