@@ -35,7 +35,8 @@ try:
 except ImportError:  # checked in main()
     brotli = None
 
-# DESIGN.md 2.2: whitenoise's 27 plus ours.
+# The default skip list (src/codec/options.c, docs/reference.md "Skip list"):
+# whitenoise's 27 plus ours.
 SKIP_EXT = (
     "jpg jpeg png gif webp zip gz tgz bz2 tbz xz br swf flv woff woff2 3gp 3gpp asf avi m4v mov mp4 "
     "mpeg mpg webm wmv avif jxl heic heif zst zstd 7z rar lz4 lzma mp3 ogg oga opus m4a aac flac"
@@ -81,7 +82,7 @@ ORACLE = {"gz": gz_oracle, "br": br_oracle}
 
 
 def keeps(out_size, in_size, num=95, den=100):
-    """The keep rule of DESIGN.md 2.3, in integers."""
+    """The keep rule (docs/reference.md, "Keep rule"), in integers."""
     return in_size > 0 and out_size * den <= in_size * num
 
 
@@ -227,7 +228,7 @@ def source_snapshot(root):
     return snap
 
 
-# --- the content cache's store (src/work/cache.c) ----------------------------
+# --- the content cache's store (src/store/) -----------------------------------
 
 STORE = "cache.sqlite"
 
