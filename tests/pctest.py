@@ -42,7 +42,10 @@ SKIP_EXT = (
     "mpeg mpg webm wmv avif jxl heic heif zst zstd 7z rar lz4 lzma mp3 ogg oga opus m4a aac flac"
 ).split()
 OUT_EXTS = ("gz", "br", "zst")
-REASONS = ("extension", "excluded", "empty", "min-size", "special", "broken-link", "ratio")
+# The skip reasons in the summary's order; a symlinked file the link rule does not follow
+# (docs/reference.md, "What it writes") is skipped for its own reason, the last.
+REASONS = ("extension", "excluded", "empty", "min-size", "special", "broken-link", "ratio",
+           "link-owner")
 NOBODY = 65534
 
 TEMP_RE = re.compile(rb"^\..+\.(gz|br|zst)\.[A-Za-z0-9]{6}\.tmp$")
@@ -789,11 +792,3 @@ def main():
         sys.exit(77)
     sys.exit(0)
 
-
-# ----------------------------------------------------------------------------
-# Issue 23
-# ----------------------------------------------------------------------------
-
-# A symlinked file the link rule does not follow (docs/reference.md, "What it writes") is
-# skipped for its own reason, the last the summary lists.
-REASONS = REASONS + ("link-owner",)
