@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/cache.sh: what --cache-dir costs and saves (issue 14's targets), on
+# bench/cache.sh: what --cache-dir costs and saves (bench/README.md's targets), on
 # the 100,000-file corpus (gzip only) and the frontend corpus (gzip+brotli)
 # that bench/run.sh builds. Run by a developer, as root, never by meson test.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/delta.sh: issue 22's figures. For each pair of consecutive npm
+# bench/delta.sh: what deltas save and cost. For each pair of consecutive npm
 # releases that bench/delta_pairs.sh lays out, the sizes of the deltas
 # precompress keeps (.dcb, .dcz) against the plain .br of the same files, and
 # what making them costs. Run by a developer (root for the loop file system),
@@ -14,10 +14,10 @@
 # and a delta run `precompress -q --dictionary-from r1 --manifest M r2`, timed
 # with /usr/bin/time. Sizes come from the delta run's manifest (they are the
 # same in every round), times are medians of RUNS rounds. For reference, per
-# changed file, the size of `zstd -19 --long=27 --patch-from=OLD NEW` (issue
-# 22's scale figure).
+# changed file, the size of `zstd -19 --long=27 --patch-from=OLD NEW` (what
+# zstd's own patching makes of the same pair, for scale).
 #
-# A binary without --dictionary-from (issue 22's core not in it) gets no delta
+# A binary without --dictionary-from (one that writes no deltas) gets no delta
 # figures: the script says so and exits 2 (REFERENCE_ONLY=1: the plain runs
 # and the zstd reference only, exit 0).
 set -euo pipefail
@@ -48,7 +48,7 @@ have_deltas=1
 help=$("$PC" --help 2>&1) || true
 if [[ $help != *--dictionary-from* ]]; then
     have_deltas=0
-    say "bench/delta: $PC has no --dictionary-from (issue 22's core is not in this build): no delta figures"
+    say "bench/delta: $PC has no --dictionary-from (this build writes no deltas): no delta figures"
     if [[ $REFERENCE_ONLY != 1 ]]; then
         say "bench/delta: REFERENCE_ONLY=1 runs the plain runs and the zstd --patch-from reference alone"
         exit 2

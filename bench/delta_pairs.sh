@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/delta_pairs.sh: real consecutive releases of npm packages, laid out as
-# two releases of a static site, for bench/delta.sh (issue 22's figures).
+# two releases of a static site, for bench/delta.sh (what deltas save and cost).
 #
 #   bench/delta_pairs.sh [OUT]          OUT: $SCRATCH/delta-pairs by default
 #   PKGS="d3 lodash" bench/delta_pairs.sh

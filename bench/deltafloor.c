@@ -1,6 +1,5 @@
 /* bench/deltafloor.c: the codec floor of a run with deltas, for
- * bench/delta.sh (issue 22's cost figures against what the codecs alone
- * take).
+ * bench/delta.sh (its cost figures against what the codecs alone take).
  *
  *   deltafloor [--threads N] [--no-dcb] R1 R2 PAIRS.tsv
  *

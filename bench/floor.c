@@ -81,7 +81,8 @@ static uint64_t hash64(const void *p, size_t n) {
 }
 #endif
 
-/* precompress's default skip list (DESIGN.md 2.2): case-insensitive suffixes */
+/* precompress's default skip list (src/codec/options.c): case-insensitive
+ * suffixes */
 static const char *skip_ext[] = {
     "jpg",  "jpeg", "png",  "gif",  "webp", "zip",  "gz",    "tgz",  "bz2",
     "tbz",  "xz",   "br",   "swf",  "flv",  "woff", "woff2", "3gp",  "3gpp",

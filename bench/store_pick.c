@@ -1,4 +1,4 @@
-/* Which embedded store for the content cache (issue 14)? Loads the same
+/* Which embedded store for the content cache? Loads the same
  * payloads (the .gz outputs of a corpus, one per line on stdin) into LMDB
  * and into SQLite the way the cache would (16-byte content key plus the
  * shaping options, a checksum over key and payload, commits in batches),

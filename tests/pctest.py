@@ -35,13 +35,17 @@ try:
 except ImportError:  # checked in main()
     brotli = None
 
-# DESIGN.md 2.2: whitenoise's 27 plus ours.
+# The default skip list (src/codec/options.c, docs/reference.md "Skip list"):
+# whitenoise's 27 plus ours.
 SKIP_EXT = (
     "jpg jpeg png gif webp zip gz tgz bz2 tbz xz br swf flv woff woff2 3gp 3gpp asf avi m4v mov mp4 "
     "mpeg mpg webm wmv avif jxl heic heif zst zstd 7z rar lz4 lzma mp3 ogg oga opus m4a aac flac"
 ).split()
 OUT_EXTS = ("gz", "br", "zst")
-REASONS = ("extension", "excluded", "empty", "min-size", "special", "broken-link", "ratio")
+# The skip reasons in the summary's order; a symlinked file the link rule does not follow
+# (docs/reference.md, "What it writes") is skipped for its own reason, the last.
+REASONS = ("extension", "excluded", "empty", "min-size", "special", "broken-link", "ratio",
+           "link-owner")
 NOBODY = 65534
 
 TEMP_RE = re.compile(rb"^\..+\.(gz|br|zst)\.[A-Za-z0-9]{6}\.tmp$")
@@ -81,7 +85,7 @@ ORACLE = {"gz": gz_oracle, "br": br_oracle}
 
 
 def keeps(out_size, in_size, num=95, den=100):
-    """The keep rule of DESIGN.md 2.3, in integers."""
+    """The keep rule (docs/reference.md, "Keep rule"), in integers."""
     return in_size > 0 and out_size * den <= in_size * num
 
 
@@ -219,7 +223,7 @@ def source_snapshot(root):
     return snap
 
 
-# --- the content cache's store (src/work/cache.c) ----------------------------
+# --- the content cache's store (src/store/) -----------------------------------
 
 STORE = "cache.sqlite"
 
@@ -780,11 +784,3 @@ def main():
         sys.exit(77)
     sys.exit(0)
 
-
-# ----------------------------------------------------------------------------
-# Issue 23
-# ----------------------------------------------------------------------------
-
-# A symlinked file the link rule does not follow (docs/reference.md, "What it writes") is
-# skipped for its own reason, the last the summary lists.
-REASONS = REASONS + ("link-owner",)

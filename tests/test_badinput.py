@@ -266,7 +266,7 @@ class Permissions(Nobody):
         snap = source_snapshot(root)
         r = self.run_nobody(["--json", root])
         self.assertEqual(r.rc, 1, r)
-        # issue 23: one line for the directory, found before its files are read; each fails
+        # One line for the directory, found before its files are read; each fails
         self.assertEqual(r.error_lines(), ["precompress: %s: cannot write outputs in this directory (Permission denied): its files "
                                            "are not compressed" % ro], r)
         self.assertEqual((r.summary()["failed"], r.summary()["errors"]), (len(names), 1), r)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The content cache (--cache-dir), issue 3 item 3 and issue 14 (one SQLite store): results
+"""The content cache (--cache-dir, one SQLite store): results
 stored by content and options are copied into a fresh tree instead of compressed again; a
 corrupt, truncated or moved entry (its checksum binds it to its key) is detected and never
 copied into the tree; concurrent runs may share one store; --cache-max-size bounds it, least
@@ -285,7 +285,7 @@ class Cache(Base):
         self.fresh_run(old, "a", cache)
         old_ids = set(entries(cache))
         # The first run's entries clearly older than anything the next run touches (last
-        # uses are kept by the hour: src/work/cache.c TOUCH_AGE).
+        # uses are kept by the hour: src/store/storeint.h TOUCH_AGE).
         store_exec(cache, ("UPDATE entry SET used = used - 86400", ()))
         self.fresh_run(new, "b", cache)
         all_entries = entries(cache)
@@ -325,8 +325,9 @@ class Cache(Base):
         self.assertLess(small, full / 4, "the store was not compacted after the trim")
 
     def test_store_size_is_near_its_payload(self):
-        # Issue 14: <= 1.25x the payload on the 100,000-file corpus (bench/); here a smaller
-        # tree of the same kind (a few KiB per file), plus what a nearly empty store costs.
+        # The store holds at most 1.25x its payload on the 100,000-file corpus
+        # (bench/README.md, "Content cache"); here a smaller tree of the same kind (a few
+        # KiB per file), plus what a nearly empty store costs.
         cache = self.path("cache")
         src = self.tree("src", n=400, size=2500)
         self.fresh_run(src, "a", cache)

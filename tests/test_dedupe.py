@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Dedupe: files with the same bytes are compressed once, every copy gets its own outputs.
 
-Issue 3, item 1. Each copy's outputs are regular files of their own (not hardlinks) with the
+Each copy's outputs are regular files of their own (not hardlinks) with the
 copy's own mode and atime/mtime (ns), byte-identical to the oracle. The summary says how many
 were copied (--json "deduped": N, read here; the summary line's `N copied from identical files`
 is test_manifest.py's), -v `copied PATH (...)` for the copies. Which copy leads depends on scheduling: only counts are asserted, never names.

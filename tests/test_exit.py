@@ -199,7 +199,7 @@ class AsNobody(PCTestCase):
         r = self.run_nobody(["-q", root])
         self.assertEqual(r.rc, 1, r)
         errs = r.error_lines()
-        # issue 23: one line for the directory, found before its file is read
+        # One line for the directory, found before its file is read
         self.assertEqual(errs, ["precompress: %s: cannot write outputs in this directory (Permission denied): its files are "
                                 "not compressed" % ro], r)
         self.assertEqual(os.listdir(ro), ["page.html"])

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Systematic fault injection (suite 'slow'; issue 11, the way SQLite tests
-its I/O errors).
+"""Systematic fault injection (suite 'slow'), the way SQLite tests its I/O errors: each call
+of each system call listed is made to fail in turn, and no such run may leave a wrong output.
 
 Two scenarios over a small tree (a 300 KiB text, small texts, an
 incompressible file, an empty file, two files with the same bytes, a

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Incremental runs with --manifest: files unchanged since the earlier run are not read again.
 
-The contract (issue 3, item 2): a file whose size and mtime_ns match its record in the
+The contract: a file whose size and mtime_ns match its record in the
 earlier manifest (same formats, levels and max ratio), whose recorded outputs are all
 there with the recorded sizes and the source's mtime, and none of whose non-kept outputs
 exist, is left alone: `unchanged` in -v, "unchanged" in the --json summary (where the runs

@@ -316,7 +316,7 @@ class KillAtRandom(KillBase):
         print("with a warm cache: %s" % ", ".join("%s %.2f s" % kv for kv in typical_cached.items()))
 
         kills = early = temps_seen = with_temps = chained = 0
-        # Every other seed runs with a content cache shared by all of them (issue 14): the
+        # Every other seed runs with a content cache shared by all of them: the
         # store's writer is killed mid-batch too, and later runs copy outputs out of it.
         cache = self.path("cache")
         for seed in range(KILL_SEEDS):
@@ -362,7 +362,7 @@ class KillAtRandom(KillBase):
 
 
 class KillOutputDir(KillBase):
-    """--output-dir (issue 12 item 6): SIGKILL at random moments (gzip alone, or with brotli
+    """--output-dir: SIGKILL at random moments (gzip alone, or with brotli
     at quality 5), DIR sometimes removed first. After each kill the tree holds its sources
     alone, unchanged, and every output under a final name in DIR decodes to its source (a .gz
     is the oracle's bytes; temps of ours are allowed); then a run completes: exit 0, no error

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""--output-dir DIR (issue 12 item 6): outputs under DIR at each file's path below
+"""--output-dir DIR: outputs under DIR at each file's path below
 its PATH, the PATH untouched.
 
 A tree of its own (text of several sizes in nested directories, a file the keep

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """What a run leaves behind when things go wrong or another account shares
-the tree (issue 11):
+the tree:
 
 - a file that fails keeps no old output under a served name: its old
   outputs no longer match it, or nothing shows they do;
@@ -428,7 +428,7 @@ class CachePoisoning(PCTestCase):
 
 
 class Openat2Refused(PCTestCase):
-    """Issue 12: under a seccomp profile that answers openat2 with EPERM (Docker before
+    """Under a seccomp profile that answers openat2 with EPERM (Docker before
     20.10, systemd-nspawn; here strace's injection), jobs open their directories one
     component at a time, each O_NOFOLLOW, instead of failing every file below the top."""
 
@@ -463,9 +463,9 @@ class Openat2Refused(PCTestCase):
 
 
 class PlantedCacheLinks(PCTestCase):
-    """Issue 11 cases 1 and 2, against the store: links planted where the per-file cache kept
-    its levels (CACHE/v1/XX) lead nowhere now. Neither the trim nor storing follows them: the
-    private directory they point at keeps its file and gets nothing new."""
+    """Links planted in the cache directory at CACHE/v1/XX (the old per-file cache's layout,
+    which the store does not read) to a private directory: neither the trim nor storing
+    follows them, and that directory keeps its file and gets nothing new."""
 
     def test_trim_and_store_never_follow_links_in_the_cache_directory(self):
         private = self.path("private")
@@ -602,7 +602,7 @@ def pipe_bytes(fd):
 
 class WalkSwap(PCTestCase):
     def test_directory_swapped_for_a_symlink_mid_walk_is_not_entered(self):
-        """Issue 11 case 5: `mv a a.old; ln -s SECRET a` after the walk listed the root (so `a`
+        """`mv a a.old; ln -s SECRET a` after the walk listed the root (so `a`
         waits on its stack as a directory) and before it opened `a`. Nothing of SECRET may
         reach the manifest, stdout or stderr, and nothing there is reaped or written.
 

@@ -1,7 +1,6 @@
 #!/usr/bin/python3
-"""Issue 23, "Safety, third round": what a hostile local account can still
-do to a run of root's, each case caused for real, the second account being
-uid 65534 (setpriv):
+"""What a hostile local account cannot do to a run of root's, each case caused
+for real, the second account being uid 65534 (setpriv):
 
 1. rewrite its own file between the hash read and the compressing read,
    mtime put back with utime (inotify timing): no cache entry and no
@@ -526,8 +525,8 @@ class UnwritableDirectories(PCTestCase):
 
 
 class DjangoError(PCTestCase):
-    """Issue 23's last point: precompress.django's error, when the program exits non-zero and
-    prints nothing, names the exit status and the command."""
+    """precompress.django's error, when the program exits non-zero and prints nothing, names
+    the exit status and the command."""
 
     SCRIPT = r"""
 import sys

@@ -10,7 +10,7 @@ where that cannot be done are made with a preloaded stand-in
 name a descriptor, and another writer taking the name between the listing
 and the link. In each the outputs are the oracle's bytes, decode to their
 sources, carry the sources' mode and mtime, and no temp is left. An output
-already there is replaced through a named temp and a rename, as before.
+already there is replaced through a named temp and a rename.
 -Dportable=true builds have no unnamed outputs: there every output is
 renamed.
 """

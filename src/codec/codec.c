@@ -61,9 +61,9 @@ struct pc__enc {
  * its mmap threshold to that block's size (up to 32 MiB): later blocks of
  * that size come from the per-thread arenas and stay in the process after
  * free(). brotli 10..11 takes about 20 bytes per input byte (its hash
- * forest, ring buffer and optimal parser: 50 MiB for a 2.5 MB file); each
- * worker's arena then kept tens of MiB it no longer used, and peak RSS at
- * -j2 on bench's frontend corpus was 92 MiB instead of 62.
+ * forest, ring buffer and optimal parser: 50 MiB for a 2.5 MB file), so
+ * each worker's arena would keep tens of MiB it no longer uses: measured at
+ * -j2 on bench's frontend corpus, peak RSS 92 MiB that way against 62.
  *
  * Every block carries a 16-byte header (which keeps malloc's alignment):
  * the mapping's length, or 0 for a malloc'd block.

@@ -1,7 +1,7 @@
 /* SHA-256 as FIPS 180-4 defines it, in portable C: no table beyond the 64
  * round constants, no CPU extension. A delta's dictionary is hashed once per
  * run (its bytes are read whole anyway), so this is nowhere near the codecs'
- * cost; tests/unit/sha256_test.c checks it against the standard's vectors.
+ * cost; tests/unit/delta_test.c checks it against the standard's vectors.
  */
 #include "common/sha256.h"
 

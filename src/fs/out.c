@@ -337,7 +337,8 @@ static int finish(pc__out_t *o, const char *final, int err, int sync) {
  * too. As root both; otherwise the group alone, which the kernel allows
  * only for a group we belong to. Best effort: where ownership cannot be
  * given (EPERM: not ours to give; EINVAL: an id this user namespace cannot
- * map) the output keeps ours, as the design's mode and times rule reads.
+ * map) the output keeps ours: its mode and times are what must be the
+ * source's (docs/reference.md, "Output protocol").
  */
 static void give_owner(int fd, const struct stat *src) {
   uid_t uid = geteuid() == 0 ? src->st_uid : (uid_t)-1;

@@ -119,8 +119,9 @@ static int claim_outputs(pc__run_t *r, const pc__sel_entry_t *se) {
  * go (beside it, or with --output-dir its mirror, when that exists), else
  * PC_ENOWRITE, the code its files fail with before any of them is read.
  * The directory is looked at once, when the walk comes to it, and said
- * once (issue 23: not one line per output after compressing them all). A
- * dry run writes nothing, so it finds nothing unwritable.
+ * once: one line for the directory, before any of its files is compressed,
+ * not one per output after compressing them all. A dry run writes nothing,
+ * so it finds nothing unwritable.
  */
 static int out_dir_ok(pc__run_t *r, const pc__entry_t *e) {
   int fd = e->dfd;

@@ -1,11 +1,11 @@
 /* The store's identity (storeid.h): what the file at DIR/cache.sqlite is,
  * found before anything writes to it, and the making of a new store.
  *
- * Before issue 23 the writer's first statements were `journal_mode = WAL`
- * and `CREATE TABLE IF NOT EXISTS`: another program's database named
- * cache.sqlite got our tables and WAL mode before the format check said it
- * was not ours. Now nothing is written until this file has said what the
- * file is, through a connection that cannot write.
+ * Nothing is written until this file has said what the file is, through a
+ * connection that cannot write: were the writer's first statements
+ * `journal_mode = WAL` and `CREATE TABLE IF NOT EXISTS`, another program's
+ * database named cache.sqlite would get our tables and WAL mode before the
+ * format check said it was not ours.
  */
 #include "store/storeid.h"
 

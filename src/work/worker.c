@@ -18,7 +18,7 @@
  * stored in the cache, published to identical files or renamed into place:
  * whoever owns the file could rewrite it between the two reads and put its
  * mtime back, and the outputs of their bytes would then stand for the
- * bytes hashed (issue 23).
+ * bytes hashed.
  */
 #include "work/worker.h"
 

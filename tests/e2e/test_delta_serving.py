@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End to end, issue 22: dictionary-compressed outputs (RFC 9842 .dcz, .dcb) served by a real
+"""End to end: dictionary-compressed outputs (RFC 9842 .dcz, .dcb) served by a real
 nginx configured with `precompress server-config nginx`, a real Apache httpd configured with
 `precompress server-config apache` and a real Caddy with `server-config caddy`, requested by
 http.client and taken by a real browser (Debian's chromium, headless).
@@ -9,8 +9,9 @@ static/app.<12 hex>.js and static/style.<12 hex>.css (Django's hashed names), an
 script computes a different result that it writes into the page. Each release is compressed by
 precompress (its .gz and .br and a manifest). Release 2 gets its deltas against release 1:
 
-  - with `precompress --dictionary-from` when `precompress --help` lists it (issue 22's core);
-  - else made here, until main has the feature (this path goes then): `zstd -19
+  - with `precompress --dictionary-from` when `precompress --help` lists it;
+  - else (a build that writes no deltas) made here, so that the serving side is tested
+    whatever the program writes: `zstd -19
     --patch-from=DICT`, prefixed with the 8 bytes 5E 2A 4D 18 20 00 00 00 and the
     dictionary's SHA-256 (RFC 9842 section 4: dcz is exactly that), named
     FILE.<first 16 hex of the SHA-256>.dcz, and listed in the manifest's "deltas" as
@@ -120,8 +121,7 @@ def sha256(data):
 
 
 def core_has_deltas():
-    """Whether precompress itself writes deltas (issue 22's core, on main): --help lists
-    --dictionary-from."""
+    """Whether precompress itself writes deltas: --help lists --dictionary-from."""
     r = run(["--help"])
     return "--dictionary-from" in r.out
 

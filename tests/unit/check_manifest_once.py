@@ -1,12 +1,13 @@
 #!/usr/bin/python3
-"""The manifest is read by one parser and its schema written down once (issue 13).
+"""The manifest is read by one parser and its schema written down once, so that a field
+added or renamed cannot be read one way in one place and another way elsewhere.
 
 Fails when, in the library and the program's sources (src/, src/cli/):
   - a file other than src/manifest/manifest_read.c includes <jansson.h>: parsing JSON is how a
     second manifest reader would start (the writer and every user go through
-    manifest_read.c's decoded header and lines). One exception: for now, src/serverconf/serverconf.c
-    (server-config), which reads the files' "deltas" (issue 22) that the reader's lines do
-    not carry yet, and goes through the reader once they do. (src/manifest/djmanifest.c reads
+    manifest_read.c's decoded header and lines). One exception: src/serverconf/serverconf.c
+    (server-config), which reads the files' "deltas" (their dictionary-compressed outputs),
+    which the reader's lines do not carry. (src/manifest/djmanifest.c reads
     Django's staticfiles.json, another program's format, with a parser of its own that keeps
     to a memory budget: no jansson there either);
   - a level key ("gzip_level", "brotli_quality", "zstd_level") is spelled as a string
@@ -25,7 +26,7 @@ import re
 import sys
 
 READER = "manifest/manifest_read.c"
-# Parses a manifest whole with jansson until manifest_read.c's lines carry "deltas".
+# Parses a manifest whole with jansson: manifest_read.c's lines do not carry "deltas".
 DELTAS_READER = "serverconf/serverconf.c"
 MODULE = {"manifest/manifest.c", READER, "manifest/manifest.h"}
 LEVEL_KEYS = ["gzip_level", "brotli_quality", "zstd_level"]

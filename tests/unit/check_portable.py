@@ -31,13 +31,13 @@ if strace is None:
 # glibc's pthread_getattr_np(), which the sanitizers call on every new thread,
 # asks for the thread's own id.
 FORBIDDEN_CALLS = {
-    r"openat2\(": "src/work/job.c opened a directory with openat2 (PC_HAVE_OPENAT2)",
+    r"openat2\(": "src/fs/below.c opened a directory with openat2 (PC_HAVE_OPENAT2)",
     r"sched_getaffinity\(0,": "src/common/machine.c read the affinity mask (PC_HAVE_SCHED_GETAFFINITY)",
 }
 # Undefined symbols of the library (nm): syscall() is how openat2 and
 # getdents64 are reached; the rest are glibc's names.
 FORBIDDEN_SYMBOLS = {
-    "syscall": "a raw syscall() (openat2 in src/work/job.c or getdents64 in src/walk/walk.c)",
+    "syscall": "a raw syscall() (openat2 in src/fs/below.c or getdents64 in src/walk/walk.c)",
     "strerrordesc_np": "src/common/error.c (PC_HAVE_STRERRORDESC_NP)",
     "sched_getaffinity": "src/common/machine.c (PC_HAVE_SCHED_GETAFFINITY)",
     "__sched_cpucount": "CPU_COUNT in src/common/machine.c (PC_HAVE_SCHED_GETAFFINITY)",
