@@ -81,6 +81,8 @@ SHARDS = os.path.join(EXAMPLES, "shards")
 README = os.path.join(SRC_ROOT, "README.md")
 # The page with the build from the sources (README.md's Install has the release's binary).
 INSTALL_DOC = os.path.join(SRC_ROOT, "docs", "install.md")
+# The page with the GitHub Actions recipe (section "GitHub Actions"); docs/cache.md has it too.
+CI_DOC = os.path.join(SRC_ROOT, "docs", "ci.md")
 # The whole runs (the module doc): PC_SLOW=1, set by the slow suite.
 SLOW = os.environ.get("PC_SLOW") == "1"
 # What `--shard auto` reads: a recipe sets its own, whatever CI runs this test (GitLab sets
@@ -1080,8 +1082,8 @@ class GitHubActions(Base):
 
 
 class OneGitHubRecipe(Base):
-    """README.md's GitHub Actions steps (section "In CI") and docs/cache.md's are the
-    workflow's own lines, byte for byte: one recipe, the one GitHubActions runs."""
+    """docs/ci.md's GitHub Actions steps and docs/cache.md's are the workflow's own lines,
+    byte for byte: one recipe, the one GitHubActions runs."""
 
     @staticmethod
     def yaml_blocks(path):
@@ -1092,7 +1094,7 @@ class OneGitHubRecipe(Base):
     def test_readme_and_docs_recipes_are_the_workflows_text(self):
         with open(GITHUB) as f:
             workflow = f.read()
-        for doc in ("README.md", os.path.join("docs", "cache.md")):
+        for doc in (os.path.relpath(CI_DOC, SRC_ROOT), os.path.join("docs", "cache.md")):
             blocks = self.yaml_blocks(os.path.join(SRC_ROOT, doc))
             self.assertEqual(len(blocks), 1, "%s: want one ```yaml block using the action" % doc)
             self.assertIn("cache: true", blocks[0], doc)
