@@ -6,13 +6,14 @@
                                                      docs/reference.md and version of the tree
                                                      TEMPLATE.in lies in (meson runs gen_man.py
                                                      itself; python/build_backend.py calls this)
-    gen_options.py OPTIONS.md readme README.md --check|--write
-                                                     README.md's option table, between its
+    gen_options.py OPTIONS.md table REFERENCE.md --check|--write
+                                                     the option table of docs/reference.md
+                                                     (its section Options), between its
                                                      <!-- options --> markers
 
 The format of OPTIONS.md is described at its top. Only the standard library is used (Debian's
 /usr/bin/python3, which meson itself needs, runs it). tests/unit/check_docs.py imports parse()
-and readme_table() from here.
+and table_replace() from here.
 """
 import os
 import re
@@ -21,8 +22,8 @@ import sys
 SPEC_RE = re.compile(r"^(?:(-[A-Za-z]), )?(--[a-z][a-z-]*)(?: ([A-Z][A-Z/]*))?$")
 PLACEHOLDER_RE = re.compile(r"\{([a-z_]+)\}")
 HELP_COLUMN = 28  # where an option's help text starts in --help
-README_BEGIN = "<!-- options: made by man/gen_options.py from man/options.md; edit that file -->"
-README_END = "<!-- end of options -->"
+TABLE_BEGIN = "<!-- options: made by man/gen_options.py from man/options.md; edit that file -->"
+TABLE_END = "<!-- end of options -->"
 
 
 class SourceError(Exception):
@@ -56,7 +57,7 @@ class Reference:
         self.postamble = Group("Postamble")
         self.short = Group("Short")  # -h: its help text alone
         self.groups = []
-        self.readme_values = {}
+        self.table_values = {}
 
     def options(self):
         return [o for g in self.groups for o in g.options]
@@ -85,7 +86,7 @@ def _blocks(lines):
             yield "h3", line[4:].strip(), i + 1
         elif line.startswith("## "):
             yield "h2", line[3:].strip(), i + 1
-        elif re.match(r"^(help|man|man after|README values):$", line):
+        elif re.match(r"^(help|man|man after|Table values):$", line):
             yield "label", line[:-1], i + 1
         elif line.strip():
             yield "prose", line, i + 1
@@ -124,12 +125,12 @@ def parse(path):
         elif kind == "label":
             label = text
         elif kind == "block":
-            if label == "README values":
+            if label == "Table values":
                 for entry in text:
                     name, sep, value = entry.partition("=")
                     if not sep:
                         raise SourceError("line %d: %r is not NAME = VALUE" % (line, entry))
-                    ref.readme_values[name.strip()] = value.strip()
+                    ref.table_values[name.strip()] = value.strip()
             elif group is None:
                 pass  # an example in the introduction
             elif option is not None and label is None:
@@ -161,9 +162,9 @@ def parse(path):
     for lines_ in [ref.preamble.help, ref.postamble.help] + [o.help for o in ref.options()]:
         for l in lines_:
             used.update(PLACEHOLDER_RE.findall(l))
-    missing = sorted(used - set(ref.readme_values))
+    missing = sorted(used - set(ref.table_values))
     if missing:
-        raise SourceError("no README value for %s" % ", ".join(missing))
+        raise SourceError("no table value for %s" % ", ".join(missing))
     return ref
 
 
@@ -291,33 +292,34 @@ def man_page(options_md, template):
     return gen_man.man_page(template, options_md, reference_md, version)
 
 
-# --- README.md ---------------------------------------------------------------
+# --- the option table of docs/reference.md ------------------------------------
 
 def _md_cell(s):
     return s.replace("|", "\\|")
 
 
-def readme_table(ref):
-    out = [README_BEGIN, "", "| option | meaning |", "|---|---|"]
+def option_table(ref):
+    out = [TABLE_BEGIN, "", "| option | meaning |", "|---|---|"]
     for o in ref.options():
         names = ("`%s`, `%s`" % (o.short, o.long)) if o.short else "`%s`" % o.long
         if o.metavar:
             names = names[:-1] + " " + o.metavar + "`"
         text = " ".join(l.strip() for l in o.help)
-        text = PLACEHOLDER_RE.sub(lambda m: ref.readme_values[m.group(1)], text)
+        text = PLACEHOLDER_RE.sub(lambda m: ref.table_values[m.group(1)], text)
         out.append("| %s | %s |" % (names, _md_cell(text)))
-    out += ["", README_END]
+    out += ["", TABLE_END]
     return out
 
 
-def readme_replace(ref, text):
+def table_replace(ref, text, name="docs/reference.md"):
+    """text (a markdown file, name) with the option table between its markers made anew."""
     lines = text.split("\n")
-    if lines.count(README_BEGIN) != 1 or lines.count(README_END) != 1:
-        raise SourceError("README.md: needs one line %s and one %s" % (README_BEGIN, README_END))
-    b, e = lines.index(README_BEGIN), lines.index(README_END)
+    if lines.count(TABLE_BEGIN) != 1 or lines.count(TABLE_END) != 1:
+        raise SourceError("%s: needs one line %s and one %s" % (name, TABLE_BEGIN, TABLE_END))
+    b, e = lines.index(TABLE_BEGIN), lines.index(TABLE_END)
     if e < b:
-        raise SourceError("README.md: the end marker comes before the start")
-    return "\n".join(lines[:b] + readme_table(ref) + lines[e + 1:])
+        raise SourceError("%s: the end marker comes before the start" % name)
+    return "\n".join(lines[:b] + option_table(ref) + lines[e + 1:])
 
 
 def _write(path, text):
@@ -335,15 +337,15 @@ def main(argv):
         _write(argv[3], help_include(ref))
     elif what == "man" and len(argv) == 5:
         _write(argv[4], man_page(argv[1], argv[3]))
-    elif what == "readme" and len(argv) == 5 and argv[4] in ("--check", "--write"):
+    elif what == "table" and len(argv) == 5 and argv[4] in ("--check", "--write"):
         with open(argv[3]) as f:
             old = f.read()
-        new = readme_replace(ref, old)
+        new = table_replace(ref, old, argv[3])
         if argv[4] == "--write":
             if new != old:
                 _write(argv[3], new)
         elif new != old:
-            print("%s: the option table differs from %s; run `ninja -C BUILD docs-readme`"
+            print("%s: the option table differs from %s; run `ninja -C BUILD docs-options`"
                   % (argv[3], argv[1]), file=sys.stderr)
             return 1
     else:

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The recipes under examples/ and README.md's install commands run as written.
+"""The recipes under examples/ and the install commands (README.md's release binary,
+docs/install.md's build from source) run as written.
 
 Two ways, one test file:
 
@@ -78,6 +79,10 @@ GITLAB = os.path.join(EXAMPLES, "gitlab-ci", ".gitlab-ci.yml")
 ACTION_REPO = "precompress/precompress"  # the recipe's name for this repository's action
 SHARDS = os.path.join(EXAMPLES, "shards")
 README = os.path.join(SRC_ROOT, "README.md")
+# The page with the build from the sources (README.md's Install has the release's binary).
+INSTALL_DOC = os.path.join(SRC_ROOT, "docs", "install.md")
+# The page with the GitHub Actions recipe (section "GitHub Actions"); docs/cache.md has it too.
+CI_DOC = os.path.join(SRC_ROOT, "docs", "ci.md")
 # The whole runs (the module doc): PC_SLOW=1, set by the slow suite.
 SLOW = os.environ.get("PC_SLOW") == "1"
 # What `--shard auto` reads: a recipe sets its own, whatever CI runs this test (GitLab sets
@@ -1077,8 +1082,8 @@ class GitHubActions(Base):
 
 
 class OneGitHubRecipe(Base):
-    """README.md's GitHub Actions steps (section "In CI") and docs/cache.md's are the
-    workflow's own lines, byte for byte: one recipe, the one GitHubActions runs."""
+    """docs/ci.md's GitHub Actions steps and docs/cache.md's are the workflow's own lines,
+    byte for byte: one recipe, the one GitHubActions runs."""
 
     @staticmethod
     def yaml_blocks(path):
@@ -1089,7 +1094,7 @@ class OneGitHubRecipe(Base):
     def test_readme_and_docs_recipes_are_the_workflows_text(self):
         with open(GITHUB) as f:
             workflow = f.read()
-        for doc in ("README.md", os.path.join("docs", "cache.md")):
+        for doc in (os.path.relpath(CI_DOC, SRC_ROOT), os.path.join("docs", "cache.md")):
             blocks = self.yaml_blocks(os.path.join(SRC_ROOT, doc))
             self.assertEqual(len(blocks), 1, "%s: want one ```yaml block using the action" % doc)
             self.assertIn("cache: true", blocks[0], doc)
@@ -1596,31 +1601,41 @@ class OtherEngineShards(ShardsBase):
 
 
 # ----------------------------------------------------------------------------
-# README.md's Install section
+# The install blocks: README.md's Install section, docs/install.md's build
 # ----------------------------------------------------------------------------
 
-def readme_install_blocks():
-    """The ```sh blocks of README.md's "## Install" section: the release's binary, then the
-    build from the sources."""
-    with open(README) as f:
+def sh_blocks(path, heading):
+    """The ```sh blocks of path's section `heading` (up to the next heading of its level)."""
+    with open(path) as f:
         text = f.read()
-    section = re.search(r"^## Install\n(.*?)^## ", text, re.S | re.M).group(1)
-    return re.findall(r"^```sh\n(.*?)^```$", section, re.S | re.M)
+    level = heading.split(" ", 1)[0]
+    m = re.search(r"^%s\n(.*?)(?=^%s |\Z)" % (re.escape(heading), level), text, re.S | re.M)
+    if not m:
+        raise AssertionError("%s has no section %r" % (os.path.relpath(path, SRC_ROOT), heading))
+    return re.findall(r"^```sh\n(.*?)^```$", m.group(1), re.S | re.M)
+
+
+def install_blocks():
+    """The release's binary (README.md's "## Install" block), then the build from the sources
+    (docs/install.md's "## Building from source" block): each section's ```sh blocks, all of
+    them, so that a second one is seen."""
+    return sh_blocks(README, "## Install") + sh_blocks(INSTALL_DOC, "## Building from source")
 
 
 def set_variable(block, name, value):
     """block with its line `NAME=...` giving NAME value instead: what a user sets."""
     new, n = re.subn(r"^%s=.*$" % name, lambda m: "%s=%s" % (name, value), block, flags=re.M)
     if n != 1:
-        raise AssertionError("README's install block sets %s %d times" % (name, n))
+        raise AssertionError("the install block sets %s %d times" % (name, n))
     return new
 
 
 class ReadmeInstall(Base):
     def test_binary_first_then_the_sources(self):
-        blocks = readme_install_blocks()
-        self.assertEqual(len(blocks), 2, blocks)
-        binary, source = blocks
+        self.assertEqual(len(sh_blocks(README, "## Install")), 1, "README.md's Install: one ```sh block")
+        self.assertEqual(len(sh_blocks(INSTALL_DOC, "## Building from source")), 1,
+                         "docs/install.md's Building from source: one ```sh block")
+        binary, source = install_blocks()
         self.assertIn("PRECOMPRESS_VERSION=%s\n" % project_version(), binary)
         self.assertIn("PRECOMPRESS_URL=https://github.com/precompress/precompress/releases/download/"
                       "v$PRECOMPRESS_VERSION\n", binary)
@@ -1713,7 +1728,8 @@ class ShardsChroot(ShardsBase, ChrootBase):
 
 
 class ReadmeChroot(ChrootBase):
-    """README.md's Install blocks, as they are but for the release's version and URL."""
+    """The install blocks (README.md's release binary, docs/install.md's build from source), as
+    they are but for the release's version and URL."""
 
     def compresses(self, root, program="precompress"):
         shutil.copytree(SITE, os.path.join(root, "srv", "site"), symlinks=True)
@@ -1723,7 +1739,7 @@ class ReadmeChroot(ChrootBase):
     def test_release_binary_block(self):
         rel, version = release_under_test(self)
         srv = self.serve(rel)
-        block = readme_install_blocks()[0]
+        block = install_blocks()[0]
         # "With curl, sha256sum and tar": a machine with curl (and its certificates).
         root = self.fresh_root("readme-release", include=("curl", "ca-certificates"))
 
@@ -1746,11 +1762,11 @@ class ReadmeChroot(ChrootBase):
         self.assertFalse(os.path.exists(os.path.join(root, "usr/local/bin/precompress")))
 
     def test_build_block(self):
-        block = readme_install_blocks()[1]
+        block = install_blocks()[1]
         root = self.fresh_root("readme-source")
         copy_source_tree(os.path.join(root, "src", "precompress"))
-        self.in_root(root, "cd /src/precompress\n" + block, what="README: build from the sources, install",
-                     shell="/bin/sh")
+        self.in_root(root, "cd /src/precompress\n" + block,
+                     what="docs/install.md: build from the sources, install", shell="/bin/sh")
         # A new shell, as a user's next command: the program and the library are found.
         self.in_root(root, "precompress --version && pkg-config --modversion precompress",
                      what="precompress --version; pkg-config")

@@ -20,8 +20,9 @@ MAN = os.path.join(os.path.dirname(HERE), "man")
 
 
 def option_reference():
-    """man/options.md, the one source of --help, the man page and README's table, read by
-    man/gen_options.py's own parser (imported from its file, as tests/unit/check_docs.py does)."""
+    """man/options.md, the one source of --help, the man page and the reference's option
+    table, read by man/gen_options.py's own parser (imported from its file, as
+    tests/unit/check_docs.py does)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("gen_options", os.path.join(MAN, "gen_options.py"))
     gen = importlib.util.module_from_spec(spec)

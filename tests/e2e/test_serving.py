@@ -17,7 +17,8 @@ always sent as it is); the body is byte for byte that output's file (and decodes
 source) or the source itself; Content-Type is the identity response's, never a compressed
 type; Last-Modified is the source's mtime; compressed responses carry Vary: Accept-Encoding,
 and identity responses of files that have outputs carry it where the server does (Caddy 2.6
-does not: asserted, and said in README.md). What each server does with q=0 is asserted too.
+does not: asserted, and said in docs/serving.md). What each server does with q=0 is asserted
+too.
 
 A server whose package is missing is skipped with a message naming it; .ci/deps installs them.
 """

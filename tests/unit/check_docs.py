@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """The four places that name the options agree: the parser's table (src/cli/args.c), what
-`precompress --help` prints, the OPTIONS section of the built man page and README.md's option
-table. Each is read as a user (or the compiler) sees it, not from man/options.md: every option
-must be in all four, with the same short name and the same meta-variable (args.c: a value or
-not). Also: the README's table is what man/gen_options.py makes from man/options.md now (not a
-stale copy), no --help line is wider than 80 columns, and the man page renders with
-`groff -man -ww` without a warning.
+`precompress --help` prints, the OPTIONS section of the built man page and the option table of
+docs/reference.md (its section Options). Each is read as a user (or the compiler) sees it, not
+from man/options.md: every option must be in all four, with the same short name and the same
+meta-variable (args.c: a value or not). Also: the reference's table is what man/gen_options.py
+makes from man/options.md now (not a stale copy), no --help line is wider than 80 columns, and
+the man page renders with `groff -man -ww` without a warning.
 
 The man page's other sections are docs/reference.md's (man/gen_man.py): each section of the
 reference the page takes is a .SH of the built page, in the reference's order, and the page
@@ -13,8 +13,8 @@ has no other but NAME, SYNOPSIS, OPTIONS and SEE ALSO; with groff, the page as r
 the words of every paragraph, list item, table cell and code line of those sections, and not
 those of what the reference leaves out of it; a "see X" or "under X" in the rendered page
 names a section (or subsection) it has. Links between the docs (README.md, docs/, man/,
-tests/, src/, bench/, dist/, examples/) lead to a file that exists and, with #anchor, to one
-of its headings.
+tests/, src/, bench/, dist/, examples/; README.md's directory is the tree's root) lead to a
+file that exists and, with #anchor, to one of its headings.
 
     check_docs.py PRECOMPRESS GEN_OPTIONS.py OPTIONS.md MANPAGE README.md ARGS.c GEN_MAN.py
                   REFERENCE.md [GROFF]
@@ -81,10 +81,14 @@ def from_man(text):
     return out
 
 
-def from_readme(text):
+# The document that holds the option table between gen_options.py's markers.
+TABLE_DOC = "docs/reference.md"
+
+
+def from_table(text):
     m = re.search(r"^<!-- options: .*?-->$(.*?)^<!-- end of options -->$", text, re.S | re.M)
     if not m:
-        fail("README.md: no option table between its markers")
+        fail("%s: no option table between its markers" % TABLE_DOC)
         return {}
     out = {}
     for line in m.group(1).split("\n"):
@@ -100,12 +104,12 @@ def from_readme(text):
 helptext = subprocess.run([prog, "--help"], capture_output=True, text=True, check=True).stdout
 with open(manpage) as f:
     mantext = f.read()
-with open(readme_path) as f:
-    readme = f.read()
+with open(reference_md) as f:
+    table_doc = f.read()
 
 parser = from_args_c()
 places = {"--help": from_help(helptext), "man page": from_man(mantext),
-          "README.md": from_readme(readme)}
+          TABLE_DOC: from_table(table_doc)}
 if len(parser) < 20:
     fail("args.c: read only %d options from opt_table" % len(parser))
 for where, opts in places.items():
@@ -144,9 +148,9 @@ if short == helptext or "--help" not in short:
 spec = importlib.util.spec_from_file_location("gen_options", gen_path)
 gen = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(gen)
-if gen.readme_replace(gen.parse(options_md), readme) != readme:
-    fail("README.md: its option table is not what man/options.md makes now "
-         "(run `ninja -C BUILD docs-readme`)")
+if gen.table_replace(gen.parse(options_md), table_doc) != table_doc:
+    fail("%s: its option table is not what man/options.md makes now "
+         "(run `ninja -C BUILD docs-options`)" % TABLE_DOC)
 
 if groff:
     r = subprocess.run([groff, "-man", "-Tutf8", "-ww", "-z", manpage], capture_output=True,

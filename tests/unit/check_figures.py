@@ -490,9 +490,7 @@ check("keep ratio", "src/codec/options.c (ratio_num / ratio_den)",
        (OPT, r"used exactly \(0\.(\d\d) is (\d+)/(\d+)\)\. Default: 0\.\d\d\.",
         lambda m: (int(m.group(2)), int(m.group(3)))),
        ("README.md", r"keeps an output only when it saves at least (\d+)%",
-        lambda m: (100 - int(m.group(1)), 100)),
-       ("README.md", r"an output is kept when it is at most (\d+)% of the source",
-        lambda m: (int(m.group(1)), 100))])
+        lambda m: (100 - int(m.group(1)), 100))])
 check("default --min-size", "src/codec/options.c (min_size)",
       lambda: int(code("src/codec/options.c", r"o->min_size = (\d+);")),
       [(OPT, r"min_size = (\d+)", g1), (OPT, r"Default: (\d+) \(empty files never get outputs", g1)])
