@@ -835,11 +835,6 @@ class Release:
                 t.add(stage, arcname=top)
             shutil.rmtree(os.path.dirname(stage))
         write_sums(self.dir)
-        # The default build's program finds libprecompress at $ORIGIN/..: unpacked elsewhere,
-        # it needs the build's library directory (a -Dstatic=true program needs nothing).
-        libdir = os.path.dirname(os.path.dirname(os.path.abspath(program)))
-        if any(n.startswith("libprecompress.so") for n in os.listdir(libdir)):
-            self.env["LD_LIBRARY_PATH"] = libdir
 
     def copy_to(self, dst):
         """The tarballs and SHA256SUMS (what the action downloads), copied: a test may tamper."""

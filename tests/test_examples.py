@@ -636,9 +636,7 @@ class DockerHost(DockerBase):
         env = dict(self.env)
         env.update(st.env)
         env["HOME"] = st.host("/root")
-        # The program under test stands for the release's static one, and the default
-        # build links it against the shared library.
-        env["LD_LIBRARY_PATH"] = os.path.dirname(os.path.dirname(os.path.abspath(PROGRAM)))
+        # The program under test stands for the release's static one.
         env["PATH"] = st.host("/usr/local/bin") + os.pathsep + os.environ.get("PATH", "")
         out, err = self.bash(st.map_paths(rest), st.host(st.workdir), env, shell=("/bin/sh",))
         return err if k == "run" else out + err
@@ -1274,7 +1272,7 @@ class GitLabCI(GitLabBase):
     def test_the_job_installs_a_release_or_a_static_build(self):
         """The first way (the job's extends) downloads a checked release; the second,
         .precompress-from-source, installs `.ci/deps build` and builds -Dstatic=true, one file
-        to install (a default build's program needs its shared library registered)."""
+        to install that runs on any Debian of the architecture."""
         self.assertEqual(self.ci["precompress"]["extends"], ".precompress-release")
         self.check_release_template(self.ci, GITLAB)
         src = self.ci[".precompress-from-source"]["before_script"]
@@ -1283,7 +1281,7 @@ class GitLabCI(GitLabBase):
         setup = shlex.split(src[2])
         self.assertIn("-Dstatic=true", setup)
         self.assertTrue(setup[setup.index("setup") + 1].startswith("/tmp/"), src[2])
-        self.assertNotIn("meson install", "\n".join(src), "installing the library needs ldconfig on Debian")
+        self.assertNotIn("meson install", "\n".join(src), "the job copies the one program")
         self.assertIn("/src/cli/precompress /usr/local/bin/", src[4])
         # Both ways give a job the same variables to work with.
         for tpl in (".precompress-release", ".precompress-from-source"):
@@ -1564,9 +1562,6 @@ class OtherEngineShards(ShardsBase):
         base = dict(os.environ)
         base.update({"BK_STORE": store, "PRECOMPRESS_VERSION": version, "PRECOMPRESS_URL": srv.url,
                      "HOME": self.path("home"),
-                     # The program under test, unpacked from the stand-in release, is linked
-                     # against the build's shared library.
-                     "LD_LIBRARY_PATH": os.path.dirname(os.path.dirname(os.path.abspath(PROGRAM))),
                      "PATH": os.path.dirname(agent) + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin")})
 
         def job(step, name, **env):
@@ -1640,8 +1635,10 @@ class ReadmeInstall(Base):
         self.assertIn("PRECOMPRESS_URL=https://github.com/precompress/precompress/releases/download/"
                       "v$PRECOMPRESS_VERSION\n", binary)
         self.assertLess(binary.index("sha256sum -c --ignore-missing SHA256SUMS"), binary.index("tar -xzf"))
-        self.assertIn("--libdir=lib ", source)
-        self.assertIn("meson install -C build && ldconfig", source)
+        # The library is linked into the program: nothing to register, nothing but the
+        # program, its man page and completions installed.
+        self.assertIn("meson install -C build", source)
+        self.assertNotIn("ldconfig", source)
         with open(README) as f:
             text = f.read()
         self.assertLess(text.index("## Install"), text.index("COPY --from=%s /precompress /usr/local/bin/"
@@ -1767,9 +1764,11 @@ class ReadmeChroot(ChrootBase):
         copy_source_tree(os.path.join(root, "src", "precompress"))
         self.in_root(root, "cd /src/precompress\n" + block,
                      what="docs/install.md: build from the sources, install", shell="/bin/sh")
-        # A new shell, as a user's next command: the program and the library are found.
-        self.in_root(root, "precompress --version && pkg-config --modversion precompress",
-                     what="precompress --version; pkg-config")
+        # A new shell, as a user's next command: the program runs, and no library, header or
+        # pkg-config file was installed beside it.
+        self.in_root(root, "precompress --version && ! ls /usr/local/lib/*/libprecompress* "
+                     "/usr/local/lib/libprecompress* /usr/local/include/precompress.h "
+                     "2>/dev/null", what="precompress --version; nothing of the library")
         self.compresses(root)
 
 
