@@ -128,6 +128,7 @@ int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final, mode_t mode) {
 #define PC__ANON 0
 #endif
 
+#if PC__ANON
 /* Set once an unnamed output could not be made (no O_TMPFILE on a file
  * system or in the kernel) or linked (no way to name a descriptor): every
  * output after takes the named temp. Relaxed: a worker that misses the
@@ -139,6 +140,7 @@ static atomic_int no_anon;
  * file instead: the refused call is not made again.
  */
 static atomic_int link_by_proc;
+#endif
 
 int pc__out_open_new(pc__out_t *o, int dirfd, const char *final) {
 #if PC__ANON
