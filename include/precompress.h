@@ -157,6 +157,23 @@ typedef enum pc_skip {
 /* Name used in the manifest and the summary ("extension", "ratio", ...). */
 PC_EXTERN const char *pc_skip_name(pc_skip_t s);
 
+/* What became of a file: one outcome, derived once by the library. */
+typedef enum pc_outcome {
+  PC_OUTCOME_COMPRESSED = 0, /* compressed, at least one output kept */
+  PC_OUTCOME_COPIED,    /* outputs copied from a file with the same bytes */
+  PC_OUTCOME_CACHED,    /* outputs taken from the cache */
+  PC_OUTCOME_UNCHANGED, /* outputs current per the earlier manifest: the
+                           file was not read; out[] is from that manifest */
+  PC_OUTCOME_SKIPPED,   /* no output kept: pc_file_t.skip says why */
+  PC_OUTCOME_FAILED,    /* pc_file_t.err says why */
+  PC_OUTCOME_MAX_
+} pc_outcome_t;
+
+/* "compressed", "copied", "cached", "unchanged", "skipped", "failed": -v's
+ * first word and --json-lines' "status".
+ */
+PC_EXTERN const char *pc_outcome_name(pc_outcome_t o);
+
 /* What happened to one format's output of one file. */
 typedef enum pc_out_state {
   PC_OUT_OFF = 0, /* format not enabled, or the file was not compressed */
@@ -249,13 +266,11 @@ typedef struct pc_file {
   const char *path;     /* relative to root; the base name for a file PATH */
   const char *fullpath; /* the name on disk */
   uint64_t size;
-  int64_t mtime_ns;     /* 0 when unknown (special files, broken links) */
-  pc_skip_t skip;       /* PC_SKIP_NONE if compression ran (or failed) */
-  int unchanged;        /* outputs current per the earlier manifest: the
-                           file was not read; out[] is from that manifest */
-  int deduped;          /* outputs copied from a file with the same bytes */
-  int cached;           /* outputs taken from the --cache-dir cache */
-  int err;              /* 0, or a negative code: the file failed */
+  int64_t mtime_ns; /* 0 when unknown (special files, broken links) */
+  pc_outcome_t outcome;
+  pc_skip_t skip; /* PC_OUTCOME_SKIPPED's reason (PC_SKIP_RATIO: compressed,
+                     nothing kept), else PC_SKIP_NONE */
+  int err;        /* PC_OUTCOME_FAILED's code, else 0 */
   const char *err_path; /* the name the error is about (source or output) */
   pc_output_t out[PC_NFORMATS];
   int alone; /* its encoders' estimate passed the memory limit

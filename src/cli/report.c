@@ -109,32 +109,6 @@ void cli_report_name_msg(cli_report_t *r, const char *name, const char *fmt,
   fputc('\n', stderr);
 }
 
-static int any_kept(const pc_file_t *f) {
-  int i;
-
-  for (i = 0; i < PC_NFORMATS; i++)
-    if (f->out[i].state == PC_OUT_KEPT)
-      return 1;
-  return 0;
-}
-
-/* What became of a file, in one word: -v's first word, --json-lines'
- * "status". *skip receives the reason of a "skipped" file (ratio when it
- * was compressed but kept nothing), else PC_SKIP_NONE.
- */
-static const char *file_status(const pc_file_t *f, pc_skip_t *skip) {
-  *skip = PC_SKIP_NONE;
-  if (f->err != 0)
-    return "failed";
-  if (f->unchanged)
-    return "unchanged";
-  if (f->skip != PC_SKIP_NONE || !any_kept(f)) {
-    *skip = f->skip != PC_SKIP_NONE ? f->skip : PC_SKIP_RATIO;
-    return "skipped";
-  }
-  return f->deduped ? "copied" : f->cached ? "cached" : "compressed";
-}
-
 /* Starts a stdout line "WORD NAME", the name escaped. */
 static void name_line(cli_report_t *r, const char *word, const char *name) {
   before_stdout(r);
@@ -161,16 +135,13 @@ static void output_line(cli_report_t *r, const char *word, const pc_file_t *f) {
 
 static void verbose_line(cli_report_t *r, const pc_file_t *f) {
   const char *sep = " ";
-  const char *status;
-  pc_skip_t skip;
   int i;
 
-  status = file_status(f, &skip);
-  name_line(r, status, f->fullpath);
-  if (f->unchanged) {
+  name_line(r, pc_outcome_name(f->outcome), f->fullpath);
+  if (f->outcome == PC_OUTCOME_UNCHANGED) {
     fputc('\n', stdout);
-  } else if (skip != PC_SKIP_NONE) {
-    printf(" (%s)\n", pc_skip_name(skip));
+  } else if (f->skip != PC_SKIP_NONE) {
+    printf(" (%s)\n", pc_skip_name(f->skip));
   } else {
     printf(" (%" PRIu64 " ->", f->size);
     for (i = 0; i < PC_NFORMATS; i++) {
@@ -461,11 +432,8 @@ static void cli_delta_summary(const cli_report_t *r, const pc_totals_t *t,
  */
 static void json_file_line(cli_report_t *r, const pc_file_t *f) {
   const char *sep = "";
-  const char *status;
-  pc_skip_t skip;
   int i;
 
-  status = file_status(f, &skip);
   before_stdout(r);
   fputs("{\"type\":\"file\"", stdout);
   json_name_member("root", f->root);
@@ -477,9 +445,9 @@ static void json_file_line(cli_report_t *r, const pc_file_t *f) {
   else
     fputs("null", stdout);
   /* Status, reason and action names are fixed ASCII: no escaping needed. */
-  printf(",\"status\":\"%s\"", status);
-  if (skip != PC_SKIP_NONE)
-    printf(",\"skip\":\"%s\"", pc_skip_name(skip));
+  printf(",\"status\":\"%s\"", pc_outcome_name(f->outcome));
+  if (f->skip != PC_SKIP_NONE)
+    printf(",\"skip\":\"%s\"", pc_skip_name(f->skip));
   if (f->err != 0) {
     const char *msg = pc_strerror(f->err);
 

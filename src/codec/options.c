@@ -73,6 +73,13 @@ const char *pc_skip_name(pc_skip_t s) {
   return (unsigned)s < PC_SKIP_MAX_ ? skip_names[s] : "?";
 }
 
+const char *pc_outcome_name(pc_outcome_t o) {
+  static const char *const names[PC_OUTCOME_MAX_] = {
+      "compressed", "copied", "cached", "unchanged", "skipped", "failed"};
+
+  return (unsigned)o < PC_OUTCOME_MAX_ ? names[o] : "?";
+}
+
 int pc_format_available(pc_format_t f) {
   if (f == PC_ZST)
     return PC_HAVE_ZSTD;

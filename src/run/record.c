@@ -37,12 +37,35 @@ static void count_deltas(pc_totals_t *t, const pc__rec_t *rec) {
   }
 }
 
+/* What became of a file, in the one order of precedence the totals and
+ * the caller's pc_file_t share: failed, unchanged, skipped (a reason of
+ * its own, or compressed with nothing kept: ratio), copied, cached,
+ * compressed. *skip receives a skipped file's reason, else PC_SKIP_NONE.
+ */
+static pc_outcome_t outcome_of(const pc__rec_t *rec, int kept,
+                               pc_skip_t *skip) {
+  *skip = PC_SKIP_NONE;
+  if (rec->err != 0)
+    return PC_OUTCOME_FAILED;
+  if (rec->unchanged)
+    return PC_OUTCOME_UNCHANGED;
+  if (rec->skip != PC_SKIP_NONE || !kept) {
+    *skip = rec->skip != PC_SKIP_NONE ? rec->skip : PC_SKIP_RATIO;
+    return PC_OUTCOME_SKIPPED;
+  }
+  if (rec->deduped)
+    return PC_OUTCOME_COPIED;
+  return rec->cached ? PC_OUTCOME_CACHED : PC_OUTCOME_COMPRESSED;
+}
+
 /* Counts a finished file, keeps its manifest line, tells the caller. Takes
  * ownership of rec->path.
  */
 static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
                    const char *err_path) {
   pc_totals_t *t = &r->totals;
+  pc_outcome_t outcome;
+  pc_skip_t skip;
   int f, kept = 0;
 
   t->files++;
@@ -62,18 +85,22 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
       t->removed++;
   }
   count_deltas(t, rec);
-  if (rec->err != 0)
+  outcome = outcome_of(rec, kept, &skip);
+  switch (outcome) {
+  case PC_OUTCOME_FAILED:
     t->failed++;
-  else if (rec->unchanged)
+    break;
+  case PC_OUTCOME_UNCHANGED:
     t->unchanged++;
-  else if (rec->skip != PC_SKIP_NONE)
-    t->skipped[rec->skip]++;
-  else if (kept) {
+    break;
+  case PC_OUTCOME_SKIPPED:
+    t->skipped[skip]++;
+    break;
+  default:
     t->compressed++;
-    t->deduped += rec->deduped != 0;
-    t->cached += rec->cached != 0;
-  } else
-    t->skipped[PC_SKIP_RATIO]++;
+    t->deduped += outcome == PC_OUTCOME_COPIED;
+    t->cached += outcome == PC_OUTCOME_CACHED;
+  }
   r->progress.files_done++;
 
   if (r->opts->on_file != NULL) {
@@ -84,10 +111,8 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     file.fullpath = full;
     file.size = rec->size;
     file.mtime_ns = rec->mtime_ns;
-    file.skip = rec->skip;
-    file.unchanged = rec->unchanged;
-    file.deduped = rec->deduped;
-    file.cached = rec->cached;
+    file.outcome = outcome;
+    file.skip = skip;
     file.remote_hits = rec->remote_hits;
     file.remote_rejected = rec->remote_rejected;
     file.alone = rec->alone;
