@@ -97,6 +97,14 @@ enum {
 /* Message for any code this library returns (never NULL; thread-safe). */
 PC_EXTERN const char *pc_strerror(int err);
 
+/* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 where there is
+ * none: a stray continuation byte, an overlong form, a UTF-16 surrogate, a
+ * code point past U+10FFFF, or a sequence cut short. *cp (when not NULL)
+ * receives the code point. The manifest's rule: a name the manifest keeps
+ * exact is the one a caller's escaping may keep exact too.
+ */
+PC_EXTERN size_t pc_utf8_len(const unsigned char *s, size_t n, uint32_t *cp);
+
 /* Output formats, in the order the manifest and the summary list them. */
 typedef enum pc_format {
   PC_GZ = 0,

@@ -1,49 +1,10 @@
 /* Escaped names for people, JSON strings for scripts (escape.h). */
 #include "escape.h"
 
+#include "precompress.h"
+
 #include <stdint.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one:
- * a stray continuation byte, an overlong form, a UTF-16 surrogate, a code
- * point past U+10FFFF, or a sequence cut short. *cp receives the code
- * point. The same rule as the manifest's writer, so that a name the
- * manifest keeps exact is written exact here too.
- */
-static size_t utf8_len(const unsigned char *s, size_t n, uint32_t *cp) {
-  unsigned c = s[0];
-  size_t len, i;
-  uint32_t v;
-
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  }
-  if (c >= 0xc2 && c <= 0xdf) {
-    len = 2;
-    v = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    len = 3;
-    v = c & 0x0f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4;
-    v = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (n < len)
-    return 0;
-  for (i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-    v = v << 6 | (s[i] & 0x3f);
-  }
-  if ((len == 3 && v < 0x800) || (len == 4 && v < 0x10000) ||
-      (v >= 0xd800 && v <= 0xdfff) || v > 0x10ffff)
-    return 0;
-  *cp = v;
-  return len;
-}
 
 /* Printable ASCII but the backslash: the bytes `ls -b` leaves alone. */
 static int name_plain(unsigned char c) {
@@ -88,7 +49,7 @@ void cli_put_name(FILE *f, const char *name) {
       i++;
       continue;
     }
-    len = utf8_len(s + i, n - i, &cp);
+    len = pc_utf8_len(s + i, n - i, &cp);
     if (len == 0) {
       put_octal(f, c); /* this byte alone: the next may start a character */
       i++;
@@ -135,7 +96,7 @@ int cli_put_json_str(FILE *f, const char *str, size_t n) {
       i = j;
       continue;
     }
-    len = utf8_len(s + i, n - i, &cp);
+    len = pc_utf8_len(s + i, n - i, &cp);
     if (len == 0) {
       fputs("\xef\xbf\xbd", f); /* U+FFFD REPLACEMENT CHARACTER */
       lossy = 1;

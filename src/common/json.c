@@ -73,22 +73,25 @@ char *pc__unhex(const char *h) {
   return s;
 }
 
-size_t pc__utf8_len(const unsigned char *s, size_t n) {
+size_t pc_utf8_len(const unsigned char *s, size_t n, uint32_t *cp) {
   unsigned c = s[0];
   size_t len, i;
-  uint32_t cp;
+  uint32_t v;
 
-  if (c < 0x80)
+  if (c < 0x80) {
+    if (cp != NULL)
+      *cp = c;
     return 1;
+  }
   if (c >= 0xc2 && c <= 0xdf) {
     len = 2;
-    cp = c & 0x1f;
+    v = c & 0x1f;
   } else if (c >= 0xe0 && c <= 0xef) {
     len = 3;
-    cp = c & 0x0f;
+    v = c & 0x0f;
   } else if (c >= 0xf0 && c <= 0xf4) {
     len = 4;
-    cp = c & 0x07;
+    v = c & 0x07;
   } else {
     return 0; /* continuation byte, overlong lead (c0, c1) or above f4 */
   }
@@ -97,12 +100,14 @@ size_t pc__utf8_len(const unsigned char *s, size_t n) {
   for (i = 1; i < len; i++) {
     if ((s[i] & 0xc0) != 0x80)
       return 0;
-    cp = cp << 6 | (s[i] & 0x3f);
+    v = v << 6 | (s[i] & 0x3f);
   }
   /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF. */
-  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-      (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+  if ((len == 3 && v < 0x800) || (len == 4 && v < 0x10000) ||
+      (v >= 0xd800 && v <= 0xdfff) || v > 0x10ffff)
     return 0;
+  if (cp != NULL)
+    *cp = v;
   return len;
 }
 
@@ -168,7 +173,7 @@ int pc__json_str(pc__buf_t *b, const char *str, size_t n, int *lossy) {
       i++;
       continue;
     }
-    len = pc__utf8_len(s + i, n - i);
+    len = pc_utf8_len(s + i, n - i, NULL);
     if (len == 0) {
       if ((err = pc__buf_append(b, "\xef\xbf\xbd", 3)) != 0)
         return err;

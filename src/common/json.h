@@ -30,9 +30,6 @@ int pc__unhexn(const char *h, size_t n, char *out);
  */
 int pc__unhex_hash(const char *h, unsigned char *out, size_t n);
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
-size_t pc__utf8_len(const unsigned char *s, size_t n);
-
 /* Reads the whole file at `path` into b (appended). It is opened
  * non-blocking and must be a regular file: anything else (a FIFO, a
  * device) is PC_ENOTREG, never read. 0, or a negative code (from open(),
