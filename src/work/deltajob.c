@@ -56,7 +56,8 @@ uint64_t pc__deltas_mem(const pc__job_t *j) {
     for (f = 0; f < PC_NDELTAS; f++) {
       if (!(j->cfg->deltas & PC_DELTA_BIT(f)))
         continue;
-      m = pc__delta_mem((pc__delta_t)f, level_of(j->cfg, f), p->size, j->size);
+      m = pc__delta_mem((pc_delta_format_t)f, level_of(j->cfg, f), p->size,
+                        j->size);
       enc = m > enc ? m : enc;
     }
   }
@@ -291,7 +292,7 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
       x->skip = PC_DSKIP_IDENTICAL;
       continue;
     }
-    if (pc__delta_fits((pc__delta_t)f, dn) != 0) {
+    if (pc__delta_fits((pc_delta_format_t)f, dn) != 0) {
       x->skip = PC_DSKIP_WINDOW;
       continue;
     }
@@ -312,8 +313,8 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
     }
     if (pc__job_stopping(j))
       return PC_EINTERRUPTED;
-    err = pc__delta_compress((pc__delta_t)f, level_of(c, f), dict, dn, h, src,
-                             (size_t)j->size, o);
+    err = pc__delta_compress((pc_delta_format_t)f, level_of(c, f), dict, dn, h,
+                             src, (size_t)j->size, o);
     if (err == PC_EDICTWINDOW) {
       x->skip = PC_DSKIP_WINDOW;
       continue;
