@@ -14,7 +14,6 @@
 
 #include <brotli/encode.h>
 #include <stdlib.h>
-#include <limits.h>
 #include <string.h>
 #if PC_HAVE_ZSTD
 #include <zstd.h>
@@ -187,38 +186,6 @@ int pc_delta_available(pc_delta_format_t f) {
   if (f == PC_DCB)
     return PC_HAVE_BROTLI_DICT;
   return f == PC_DCZ && PC_HAVE_ZSTD;
-}
-
-const char *pc_delta_ext(pc_delta_format_t f) {
-  return f == PC_DCB ? "dcb" : f == PC_DCZ ? "dcz" : "?";
-}
-
-int pc__delta_name(const char *name, const unsigned char *hash, int f,
-                   char *out) {
-  static const char hex[] = "0123456789abcdef";
-  size_t n = strlen(name);
-  int k;
-
-  if (n + PC__DELTA_NAME_EXTRA > NAME_MAX)
-    return -ENAMETOOLONG;
-  memcpy(out, name, n);
-  out[n] = '.';
-  for (k = 0; k < 8; k++) {
-    out[n + 1 + 2 * k] = hex[hash[k] >> 4];
-    out[n + 2 + 2 * k] = hex[hash[k] & 15];
-  }
-  out[n + 17] = '.';
-  strcpy(out + n + 18, pc_delta_ext((pc_delta_format_t)f));
-  return 0;
-}
-
-int pc__delta_format_named(const char *s) {
-  int f;
-
-  for (f = 0; f < PC_NDELTAS; f++)
-    if (strcmp(s, pc_delta_ext((pc_delta_format_t)f)) == 0)
-      return f;
-  return -1;
 }
 
 int pc__delta_skip_named(const char *s) {

@@ -25,17 +25,6 @@
 #define PC__DCB_DICT_MAX ((uint64_t)16 << 20)
 #define PC__DCZ_DICT_MAX ((uint64_t)128 << 20)
 
-/* What a delta's name adds to its file's: ".<id>.dcb" or ".dcz". */
-#define PC__DELTA_NAME_EXTRA (1 + 16 + 4)
-
-/* NAME.<id>.dcb or .dcz: the name of the delta in format f of the file
- * named `name`, made against the dictionary whose SHA-256 is `hash` (<id>:
- * its first 16 hex digits, lower case), into out (NAME_MAX + 1 bytes). 0,
- * or -ENAMETOOLONG (a name longer than NAME_MAX - PC__DELTA_NAME_EXTRA).
- */
-int pc__delta_name(const char *name, const unsigned char *hash, int f,
-                   char *out);
-
 /* The mtime of a delta in format f against the dictionary of
  * --dictionary-from DIR `from`: its file's, earlier by 1 + 2 * from + f
  * whole seconds. Servers make ETags from mtime and size (nginx, Apache,
@@ -77,9 +66,6 @@ static inline int pc__delta_read(const unsigned char *sha256) {
       return 1;
   return 0;
 }
-
-/* The delta format named `s` ("dcb", "dcz"), or -1. */
-int pc__delta_format_named(const char *s);
 
 /* The reason named `s` (pc_delta_skip_name()), or -1. */
 int pc__delta_skip_named(const char *s);

@@ -5,6 +5,7 @@
 
 #include "codec/delta.h"
 #include "common/json.h"
+#include "common/names.h"
 
 #include <string.h>
 

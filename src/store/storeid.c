@@ -9,6 +9,7 @@
  */
 #include "store/storeid.h"
 
+#include "common/names.h"
 #include "fs/out.h"
 
 #include <dirent.h>

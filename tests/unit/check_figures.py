@@ -494,13 +494,13 @@ check("keep ratio", "src/codec/options.c (ratio_num / ratio_den)",
 check("default --min-size", "src/codec/options.c (min_size)",
       lambda: int(code("src/codec/options.c", r"o->min_size = (\d+);")),
       [(OPT, r"min_size = (\d+)", g1), (OPT, r"Default: (\d+) \(empty files never get outputs", g1)])
-check("temp names' random part", "src/common/common.h (PC__TMP_RAND)",
-      lambda: define("src/common/common.h", "PC__TMP_RAND"),
+check("temp names' random part", "src/common/names.h (PC__TMP_RAND)",
+      lambda: define("src/common/names.h", "PC__TMP_RAND"),
       [(REF, r"named `\.NAME\.EXT\.(X+)\.tmp`", lambda m: len(m.group(1))),
        (REF, r"a temp file of it left by a killed run \(`\.FILE\.(X+)\.tmp`", lambda m: len(m.group(1))),
        (REF, r"`\.cache\.sqlite\.(X+)\.tmp`", lambda m: len(m.group(1)))])
-check("temp names' suffix", "src/common/common.h (PC__TMP_SUFFIX)",
-      lambda: define("src/common/common.h", "PC__TMP_SUFFIX"),
+check("temp names' suffix", "src/common/names.h (PC__TMP_SUFFIX)",
+      lambda: define("src/common/names.h", "PC__TMP_SUFFIX"),
       [(REF, r"named `\.NAME\.EXT\.X+(\.\w+)`", lambda m: m.group(1))])
 
 
