@@ -285,7 +285,7 @@ class Cache(Base):
         self.fresh_run(old, "a", cache)
         old_ids = set(entries(cache))
         # The first run's entries clearly older than anything the next run touches (last
-        # uses are kept by the hour: src/store/storeint.h TOUCH_AGE).
+        # uses are kept by the hour: src/store/storeint.h PC__STORE_TOUCH_AGE).
         store_exec(cache, ("UPDATE entry SET used = used - 86400", ()))
         self.fresh_run(new, "b", cache)
         all_entries = entries(cache)

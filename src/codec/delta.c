@@ -14,7 +14,6 @@
 
 #include <brotli/encode.h>
 #include <stdlib.h>
-#include <limits.h>
 #include <string.h>
 #if PC_HAVE_ZSTD
 #include <zstd.h>
@@ -24,18 +23,8 @@ static const unsigned char dcb_magic[4] = {0xff, 0x44, 0x43, 0x42};
 static const unsigned char dcz_magic[8] = {0x5e, 0x2a, 0x4d, 0x18,
                                            0x20, 0x00, 0x00, 0x00};
 
-int pc__delta_available(pc__delta_t f) {
-  if (f == PC__DCB)
-    return PC_HAVE_BROTLI_DICT;
-  return f == PC__DCZ && PC_HAVE_ZSTD;
-}
-
-const char *pc__delta_ext(pc__delta_t f) {
-  return f == PC__DCB ? ".dcb" : ".dcz";
-}
-
-int pc__delta_fits(pc__delta_t f, uint64_t dict_size) {
-  uint64_t max = f == PC__DCB ? PC__DCB_DICT_MAX : PC__DCZ_DICT_MAX;
+int pc__delta_fits(pc_delta_format_t f, uint64_t dict_size) {
+  uint64_t max = f == PC_DCB ? PC__DCB_DICT_MAX : PC__DCZ_DICT_MAX;
   return dict_size <= max ? 0 : PC_EDICTWINDOW;
 }
 
@@ -65,10 +54,10 @@ static int dcz_wlog(uint64_t dict_size) {
   return l;
 }
 
-uint64_t pc__delta_mem(pc__delta_t f, int level, uint64_t dict_size,
+uint64_t pc__delta_mem(pc_delta_format_t f, int level, uint64_t dict_size,
                        uint64_t in_size) {
   (void)level;
-  if (f == PC__DCB) /* measured as for plain brotli 10..11: ~20 B/B, plus
+  if (f == PC_DCB) /* measured as for plain brotli 10..11: ~20 B/B, plus
                        the prepared dictionary's hash (~8 B/B) */
     return 20 * in_size + 8 * dict_size + ((uint64_t)1 << dcb_lgwin(in_size));
   /* zstd 19 with a window over the prefix: its tables and the window */
@@ -165,26 +154,27 @@ static int dcz(int level, const unsigned char *dict, size_t dn,
 }
 #endif
 
-int pc__delta_compress(pc__delta_t f, int level, const unsigned char *dict,
-                       size_t dn, const unsigned char hash[PC__SHA256_LEN],
+int pc__delta_compress(pc_delta_format_t f, int level,
+                       const unsigned char *dict, size_t dn,
+                       const unsigned char hash[PC__SHA256_LEN],
                        const unsigned char *in, size_t n, pc__buf_t *out) {
   size_t start = out->len;
   int err;
 
-  if (!pc__delta_available(f))
-    return f == PC__DCB ? PC_ENODCB : PC_ENOZSTD;
+  if (!pc_delta_available(f))
+    return f == PC_DCB ? PC_ENODCB : PC_ENOZSTD;
   if ((err = pc__delta_fits(f, dn)) != 0)
     return err;
-  if (f == PC__DCB)
+  if (f == PC_DCB)
     err = put_header(out, dcb_magic, sizeof(dcb_magic), hash);
   else
     err = put_header(out, dcz_magic, sizeof(dcz_magic), hash);
 #if PC_HAVE_BROTLI_DICT
-  if (err == 0 && f == PC__DCB)
+  if (err == 0 && f == PC_DCB)
     err = dcb(level, dict, dn, in, n, out);
 #endif
 #if PC_HAVE_ZSTD
-  if (err == 0 && f == PC__DCZ)
+  if (err == 0 && f == PC_DCZ)
     err = dcz(level, dict, dn, in, n, out);
 #endif
   if (err != 0)
@@ -193,39 +183,9 @@ int pc__delta_compress(pc__delta_t f, int level, const unsigned char *dict,
 }
 
 int pc_delta_available(pc_delta_format_t f) {
-  return (f == PC_DCB || f == PC_DCZ) && pc__delta_available((pc__delta_t)f);
-}
-
-const char *pc_delta_ext(pc_delta_format_t f) {
-  return f == PC_DCB ? "dcb" : f == PC_DCZ ? "dcz" : "?";
-}
-
-int pc__delta_name(const char *name, const unsigned char *hash, int f,
-                   char *out) {
-  static const char hex[] = "0123456789abcdef";
-  size_t n = strlen(name);
-  int k;
-
-  if (n + PC__DELTA_NAME_EXTRA > NAME_MAX)
-    return -ENAMETOOLONG;
-  memcpy(out, name, n);
-  out[n] = '.';
-  for (k = 0; k < 8; k++) {
-    out[n + 1 + 2 * k] = hex[hash[k] >> 4];
-    out[n + 2 + 2 * k] = hex[hash[k] & 15];
-  }
-  out[n + 17] = '.';
-  strcpy(out + n + 18, pc_delta_ext((pc_delta_format_t)f));
-  return 0;
-}
-
-int pc__delta_format_named(const char *s) {
-  int f;
-
-  for (f = 0; f < PC_NDELTAS; f++)
-    if (strcmp(s, pc_delta_ext((pc_delta_format_t)f)) == 0)
-      return f;
-  return -1;
+  if (f == PC_DCB)
+    return PC_HAVE_BROTLI_DICT;
+  return f == PC_DCZ && PC_HAVE_ZSTD;
 }
 
 int pc__delta_skip_named(const char *s) {

@@ -15,12 +15,6 @@
 #include "common/common.h"
 #include "common/sha256.h"
 
-typedef enum pc__delta {
-  PC__DCB = 0,
-  PC__DCZ = 1,
-  PC__NDELTAS = 2
-} pc__delta_t;
-
 /* The header's length: magic and hash. */
 #define PC__DCB_HEADER (4 + PC__SHA256_LEN)
 #define PC__DCZ_HEADER (8 + PC__SHA256_LEN)
@@ -30,20 +24,6 @@ typedef enum pc__delta {
  * is only reachable within the window. */
 #define PC__DCB_DICT_MAX ((uint64_t)16 << 20)
 #define PC__DCZ_DICT_MAX ((uint64_t)128 << 20)
-
-/* 1 when this build can write f: dcz with zstd, dcb with brotli >= 1.1. */
-int pc__delta_available(pc__delta_t f);
-
-/* What a delta's name adds to its file's: ".<id>.dcb" or ".dcz". */
-#define PC__DELTA_NAME_EXTRA (1 + 16 + 4)
-
-/* NAME.<id>.dcb or .dcz: the name of the delta in format f of the file
- * named `name`, made against the dictionary whose SHA-256 is `hash` (<id>:
- * its first 16 hex digits, lower case), into out (NAME_MAX + 1 bytes). 0,
- * or -ENAMETOOLONG (a name longer than NAME_MAX - PC__DELTA_NAME_EXTRA).
- */
-int pc__delta_name(const char *name, const unsigned char *hash, int f,
-                   char *out);
 
 /* The mtime of a delta in format f against the dictionary of
  * --dictionary-from DIR `from`: its file's, earlier by 1 + 2 * from + f
@@ -87,30 +67,25 @@ static inline int pc__delta_read(const unsigned char *sha256) {
   return 0;
 }
 
-/* The delta format named `s` ("dcb", "dcz"), or -1. */
-int pc__delta_format_named(const char *s);
-
 /* The reason named `s` (pc_delta_skip_name()), or -1. */
 int pc__delta_skip_named(const char *s);
 
-/* ".dcb" or ".dcz". */
-const char *pc__delta_ext(pc__delta_t f);
-
 /* 0 when a dictionary of dict_size bytes is within f's limits, else
  * PC_EDICTWINDOW. */
-int pc__delta_fits(pc__delta_t f, uint64_t dict_size);
+int pc__delta_fits(pc_delta_format_t f, uint64_t dict_size);
 
 /* What compressing takes at its peak (encoder state, not the input, the
  * dictionary or the output), for the scheduler's memory budget. */
-uint64_t pc__delta_mem(pc__delta_t f, int level, uint64_t dict_size,
+uint64_t pc__delta_mem(pc_delta_format_t f, int level, uint64_t dict_size,
                        uint64_t in_size);
 
 /* Appends to `out` the whole .dcb or .dcz of in[0..n) against dict[0..dn)
  * whose SHA-256 is `hash`, at `level` (brotli quality 0..11, zstd 1..19).
  * 0, -ENOMEM, PC_EDICTWINDOW (over the limits), PC_ENOZSTD or PC_ENODCB
  * (this build cannot), or PC_ECODEC. */
-int pc__delta_compress(pc__delta_t f, int level, const unsigned char *dict,
-                       size_t dn, const unsigned char hash[PC__SHA256_LEN],
+int pc__delta_compress(pc_delta_format_t f, int level,
+                       const unsigned char *dict, size_t dn,
+                       const unsigned char hash[PC__SHA256_LEN],
                        const unsigned char *in, size_t n, pc__buf_t *out);
 
 #endif /* PC_DELTA_H */

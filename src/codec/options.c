@@ -26,8 +26,6 @@ static const char *const default_skip_ext[] = {
     "lzma", "mp3",  "ogg",  "oga",  "opus", "m4a",  "aac",   "flac", NULL,
 };
 
-static const char *const format_ext[PC_NFORMATS] = {"gz", "br", "zst"};
-
 static const char *const skip_names[PC_SKIP_MAX_] = {
     [PC_SKIP_NONE] = "none",
     [PC_SKIP_EXTENSION] = "extension",
@@ -63,10 +61,6 @@ const char *const *pc_default_skip_ext(size_t *n) {
   if (n != NULL)
     *n = PC__ARRAY_SIZE(default_skip_ext) - 1;
   return default_skip_ext;
-}
-
-const char *pc_format_ext(pc_format_t f) {
-  return (unsigned)f < PC_NFORMATS ? format_ext[f] : "?";
 }
 
 const char *pc_skip_name(pc_skip_t s) {
@@ -323,55 +317,4 @@ const char *pc_version_string(void) { return PC_VERSION_STRING; }
 const char *pc_library_versions(void) {
   uv_once(&versions_once, versions_fill);
   return versions;
-}
-
-int pc__is_temp_name(const char *name) {
-  size_t n = strlen(name), i, sl = sizeof(PC__TMP_SUFFIX) - 1;
-  const char *rand;
-
-  /* ".X.gz.XXXXXX.tmp": a leading dot, an output name, a dot, 6 chars. */
-  if (name[0] != '.' || n < 1 + 1 + 3 + 1 + PC__TMP_RAND + sl)
-    return 0;
-  if (memcmp(name + n - sl, PC__TMP_SUFFIX, sl) != 0)
-    return 0;
-  rand = name + n - sl - PC__TMP_RAND;
-  if (rand[-1] != '.')
-    return 0;
-  for (i = 0; i < PC__TMP_RAND; i++)
-    if (!((rand[i] >= 'a' && rand[i] <= 'z') ||
-          (rand[i] >= 'A' && rand[i] <= 'Z') ||
-          (rand[i] >= '0' && rand[i] <= '9')))
-      return 0;
-  n = (size_t)(rand - 1 - (name + 1));
-  return pc__output_format_of(name + 1, n) >= 0 ||
-         pc__delta_output_name(name + 1, n, &i);
-}
-
-int pc__delta_output_name(const char *name, size_t len, size_t *base_len) {
-  const size_t tail = 1 + 16 + 4; /* ".<16 hex>.dcz" */
-  const char *id;
-  size_t i;
-
-  if (len < tail + 1 || name[len - 4] != '.' || name[len - 3] != 'd' ||
-      name[len - 2] != 'c' || (name[len - 1] != 'b' && name[len - 1] != 'z'))
-    return 0;
-  id = name + len - tail + 1;
-  if (id[-1] != '.')
-    return 0;
-  for (i = 0; i < 16; i++)
-    if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-      return 0;
-  *base_len = len - tail;
-  return 1;
-}
-
-int pc__output_format_of(const char *name, size_t len) {
-  int f;
-  for (f = 0; f < PC_NFORMATS; f++) {
-    size_t el = strlen(format_ext[f]);
-    if (len > el + 1 && name[len - el - 1] == '.' &&
-        memcmp(name + len - el, format_ext[f], el) == 0)
-      return f;
-  }
-  return -1;
 }

@@ -141,18 +141,4 @@ char *pc__strdup(const char *s);
 /* malloc'd "a/b" (or b when a is empty), or NULL. */
 char *pc__path_join(const char *a, const char *b);
 
-/* Temp-file names: ".NAME.EXT.XXXXXX.tmp" for output NAME.EXT. */
-#define PC__TMP_SUFFIX ".tmp"
-#define PC__TMP_RAND 6
-/* 1 if `name` (a base name) is one of our temp files. */
-int pc__is_temp_name(const char *name);
-
-/* Index of the output format a name ends with (".gz", ".br", ".zst"), or -1. */
-int pc__output_format_of(const char *name, size_t len);
-
-/* 1 when name[0..len) is a delta output's name, NAME.<16 hex>.dcb or .dcz
- * (docs/deltas.md); *base_len receives NAME's length.
- */
-int pc__delta_output_name(const char *name, size_t len, size_t *base_len);
-
 #endif /* PC_COMMON_H */

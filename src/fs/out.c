@@ -1,5 +1,7 @@
 #include "fs/out.h"
 
+#include "common/names.h"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -11,9 +13,6 @@
 #include <sys/random.h>
 #endif
 #include <unistd.h>
-
-static const char rand_chars[] =
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 /* Random bits for temp names: one getrandom() per thread (getentropy()
  * where there is none: macOS, -Dportable=true), then a xorshift.
@@ -38,53 +37,6 @@ static uint64_t next_random(void) {
   return s;
 }
 
-/* Builds ".NAME.XXXXXX.tmp" beside `final` with fresh random characters.
- * When that would pass NAME_MAX, NAME keeps its extension (".gz": the walk
- * must still know the file for ours) and loses characters before it, with
- * a '~' to mark the cut.
- */
-static char *temp_name(const char *final) {
-  const char *slash = strrchr(final, '/');
-  size_t dirlen = slash != NULL ? (size_t)(slash - final) + 1 : 0;
-  size_t baselen = strlen(final) - dirlen;
-  size_t extra = 1 + 1 + PC__TMP_RAND + sizeof(PC__TMP_SUFFIX) - 1;
-  size_t keep = baselen, cut = 0;
-  char *p, *q;
-  uint64_t x;
-  size_t i;
-
-  if (baselen + extra > NAME_MAX) {
-    const char *dot = strrchr(final + dirlen, '.');
-    size_t extlen = dot != NULL ? strlen(dot) : 0;
-    if (NAME_MAX < extra + extlen + 2)
-      return NULL;
-    cut = baselen + extra + 1 - NAME_MAX; /* +1: the '~' */
-    keep = baselen - extlen - cut;
-  }
-  p = malloc(dirlen + baselen + extra + 2);
-  if (p == NULL)
-    return NULL;
-  x = next_random();
-  memcpy(p, final, dirlen);
-  q = p + dirlen;
-  *q++ = '.';
-  if (cut == 0) {
-    memcpy(q, final + dirlen, baselen);
-    q += baselen;
-  } else {
-    memcpy(q, final + dirlen, keep);
-    q += keep;
-    *q++ = '~';
-    memcpy(q, final + dirlen + keep + cut, baselen - keep - cut);
-    q += baselen - keep - cut;
-  }
-  *q++ = '.';
-  for (i = 0; i < PC__TMP_RAND; i++, x >>= 8)
-    *q++ = rand_chars[(x & 0xff) % (sizeof(rand_chars) - 1)];
-  memcpy(q, PC__TMP_SUFFIX, sizeof(PC__TMP_SUFFIX));
-  return p;
-}
-
 int pc__out_open(pc__out_t *o, int dirfd, const char *final) {
   return pc__out_open_mode(o, dirfd, final, 0600);
 }
@@ -96,7 +48,7 @@ int pc__out_open_mode(pc__out_t *o, int dirfd, const char *final, mode_t mode) {
   o->dirfd = dirfd;
   o->tmp = NULL;
   for (tries = 0; tries < 100; tries++) {
-    char *tmp = temp_name(final);
+    char *tmp = pc__temp_name(final, next_random());
     int fd;
     if (tmp == NULL)
       return -ENOMEM;
@@ -226,7 +178,7 @@ static int link_final(pc__out_t *o, const char *final) {
     return err;
   (void)flock(o->fd, LOCK_EX | LOCK_NB);
   for (tries = 0; tries < 100; tries++) {
-    char *tmp = temp_name(final);
+    char *tmp = pc__temp_name(final, next_random());
     if (tmp == NULL)
       return -ENOMEM;
     if ((err = link_fd(o->fd, o->dirfd, tmp)) == 0) {

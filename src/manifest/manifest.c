@@ -7,12 +7,12 @@
 
 #include "codec/delta.h"
 #include "common/json.h"
+#include "common/names.h"
 #include "fs/out.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,19 +21,9 @@
  */
 static int output_name(const char *path) {
   const char *base = strrchr(path, '/');
-  size_t n;
-  int f;
 
   base = base != NULL ? base + 1 : path;
-  n = strlen(base);
-  for (f = 0; f < PC_NFORMATS; f++) {
-    const char *ext = pc_format_ext((pc_format_t)f);
-    size_t el = strlen(ext);
-    if (n > el && base[n - el - 1] == '.' &&
-        strcasecmp(base + n - el, ext) == 0)
-      return 1;
-  }
-  return 0;
+  return pc__output_format_anycase(base, strlen(base)) >= 0;
 }
 
 /* What is at `path`: nothing or a symlink (0, *fd -1), a regular file (0,

@@ -34,6 +34,8 @@
  */
 #include "manifest/manifest.h"
 
+#include "common/names.h"
+
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -159,9 +161,8 @@ static unsigned decode_formats(json_t *fl) {
 
   json_array_foreach(fl, i, v) {
     const char *s = json_string_value(v);
-    for (f = 0; s != NULL && f < PC_NFORMATS; f++)
-      if (strcmp(s, pc_format_ext((pc_format_t)f)) == 0)
-        formats |= PC_FMT_BIT(f);
+    if (s != NULL && (f = pc__format_named(s)) >= 0)
+      formats |= PC_FMT_BIT(f);
   }
   return formats;
 }

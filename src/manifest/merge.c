@@ -1,8 +1,9 @@
 /* pc_merge_manifests(): the manifests of shards (--shard K/N) of one tree
  * put back together, byte for byte what one run over the whole tree would
  * have written. Each is read by the one reader (manifest_read.c), its
- * lines decoded back into records, and written by the same code a run
- * uses; the totals are computed from the lines.
+ * lines turned back into records (manifest_line.c, as prev.c's are), and
+ * written by the same code a run uses; the totals are computed from the
+ * lines.
  *
  * Which error is reported, and for which input, is as when every input
  * was read whole first: an input that cannot be read, is not JSON or is
@@ -11,10 +12,10 @@
  * is not a manifest's. So a bad line is noted, not reported, until every
  * input has been read to its end.
  */
-#include "codec/delta.h"
 #include "manifest/manifest.h"
 
 #include "common/json.h"
+#include "manifest/manifest_line.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -47,37 +48,12 @@ static int line_root(const pc__mline_t *l, uint32_t nroots, pc__rec_t *rec) {
  * PC_ENOTMANIFEST or -ENOMEM.
  */
 static int parse_delta(const pc__mdelta_t *md, pc_delta_t *x) {
-  int k;
+  int err = pc__mline_delta_rec(md, PC_DICT_DIRS_MAX,
+                                PC_DELTA_BIT(PC_NDELTAS) - 1, x);
 
-  if (!md->object || md->format == NULL || md->dictionary == NULL ||
-      !md->from_int || md->from < 0 || md->from >= PC_DICT_DIRS_MAX)
-    return PC_ENOTMANIFEST;
-  if ((k = pc__delta_format_named(md->format)) < 0)
-    return PC_ENOTMANIFEST;
-  x->format = (pc_delta_format_t)k;
-  x->from = (uint32_t)md->from;
-  if (md->skipped == NULL) {
-    if (!md->size_int || md->size <= 0)
-      return PC_ENOTMANIFEST;
-    x->size = (uint64_t)md->size;
-  } else {
-    if ((k = pc__delta_skip_named(md->skipped)) < 0)
-      return PC_ENOTMANIFEST;
-    x->skip = (pc_delta_skip_t)k;
-  }
-  /* What the writer gives every delta whose dictionary was read, and a
-   * kept one's was: its hash, size and mtime; a skipped one may have none.
-   */
-  if (md->sha256 != NULL || x->skip == PC_DSKIP_NONE) {
-    if (md->sha256 == NULL ||
-        pc__unhex_hash(md->sha256, x->sha256, sizeof(x->sha256)) != 0 ||
-        !pc__delta_read(x->sha256) || !md->dsize_int || md->dict_size < 0 ||
-        !md->dmtime_int)
-      return PC_ENOTMANIFEST;
-    x->dict_size = (uint64_t)md->dict_size;
-    x->dict_mtime_ns = md->dict_mtime_ns;
-  }
-  x->dictionary = pc__strdup(md->dictionary);
+  if (err != 0)
+    return err;
+  x->dictionary = pc__strdup(x->dictionary);
   return x->dictionary != NULL ? 0 : -ENOMEM;
 }
 
@@ -88,7 +64,7 @@ static int parse_deltas(const pc__mline_t *l, pc__rec_t *rec) {
 
   if (!l->has_deltas)
     return 0;
-  if (l->deltas == NULL || n == 0 || n > PC_DICT_DIRS_MAX * PC_NDELTAS)
+  if (l->deltas == NULL || n == 0 || n > PC__MLINE_DELTAS_MAX)
     return PC_ENOTMANIFEST;
   if ((rec->deltas = calloc(n, sizeof(*rec->deltas))) == NULL)
     return -ENOMEM;
@@ -120,26 +96,16 @@ static int parse_line(const pc__mline_t *l, unsigned formats, uint32_t nroots,
   int f, err;
 
   memset(rec, 0, sizeof(*rec));
-  if (!l->object || !l->size_int || l->size < 0 ||
-      (l->has_mtime && !l->mtime_int) || line_root(l, nroots, rec) != 0)
+  if (pc__mline_stat(l, &rec->size, &rec->mtime_ns) != 0 ||
+      line_root(l, nroots, rec) != 0)
     return PC_ENOTMANIFEST;
-  rec->size = (uint64_t)l->size;
-  rec->mtime_ns = l->has_mtime ? l->mtime_ns : 0;
   if (l->skipped != NULL && parse_skip(l->skipped, &rec->skip) != 0)
     return PC_ENOTMANIFEST;
   for (f = 0; f < PC_NFORMATS; f++) {
     if (!l->out[f].has)
       continue;
-    if (!(formats & PC_FMT_BIT(f)) || !l->out[f].object)
+    if (!(formats & PC_FMT_BIT(f)) || pc__mline_output(l, f, &rec->out[f]) != 0)
       return PC_ENOTMANIFEST;
-    if (l->out[f].sized) {
-      rec->out[f].state = PC_OUT_KEPT;
-      rec->out[f].size = (uint64_t)l->out[f].size;
-    } else if (l->out[f].ratio) {
-      rec->out[f].state = PC_OUT_RATIO;
-    } else {
-      return PC_ENOTMANIFEST;
-    }
   }
   if (l->error != NULL) {
     rec->err = PC_ECODEC; /* any nonzero: the message is what is kept */

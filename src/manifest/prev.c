@@ -14,8 +14,8 @@
 
 #include "common/index.h"
 #include "common/json.h"
-#include "codec/delta.h"
 #include "manifest/manifest.h"
+#include "manifest/manifest_line.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -40,9 +40,6 @@ struct pc__prev {
   pc__prev_delta_t *dels; /* the records' deltas, each record's in a row */
   size_t ndels, capdels;
 };
-
-/* The most deltas a line may list: one per format and directory. */
-#define DELTAS_MAX (PC_NDELTAS * PC_DICT_DIRS_MAX)
 
 const pc__prev_delta_t *pc__prev_deltas(const pc__prev_t *p,
                                         const pc__prev_rec_t *rec) {
@@ -318,34 +315,18 @@ static int on_files(void *data, const pc__mhead_t *h, int *want) {
 /* Entry md of a line's deltas into *d. 1 if usable, 0 if not. */
 static int usable_delta(const sink_t *s, const pc__mdelta_t *md,
                         pc__prev_delta_t *d) {
-  int k;
+  pc_delta_t x;
 
   memset(d, 0, sizeof(*d));
-  if (!md->object || md->format == NULL || md->dictionary == NULL ||
-      !md->from_int || md->from < 0 || (uint64_t)md->from >= s->ndirs)
+  if (pc__mline_delta_rec(md, s->ndirs, s->deltas, &x) != 0)
     return 0;
-  if ((k = pc__delta_format_named(md->format)) < 0 ||
-      !(s->deltas & PC_DELTA_BIT(k)))
-    return 0;
-  d->format = (uint8_t)k;
-  d->from = (uint32_t)md->from;
-  if (md->skipped == NULL) {
-    if (!md->size_int || md->size <= 0)
-      return 0;
-    d->size = (uint64_t)md->size;
-  } else {
-    if ((k = pc__delta_skip_named(md->skipped)) < 0)
-      return 0;
-    d->skip = (uint8_t)k;
-  }
-  if (md->sha256 == NULL && d->skip != PC_DSKIP_NONE)
-    return 1; /* no dictionary read: no hash, no size */
-  if (md->sha256 == NULL || pc__unhex_hash(md->sha256, d->sha256, 32) != 0 ||
-      !pc__delta_read(d->sha256) || !md->dsize_int || md->dict_size < 0 ||
-      !md->dmtime_int)
-    return 0;
-  d->dict_size = (uint64_t)md->dict_size;
-  d->dict_mtime_ns = md->dict_mtime_ns;
+  d->format = (uint8_t)x.format;
+  d->skip = (uint8_t)x.skip;
+  d->from = x.from;
+  d->size = x.size;
+  d->dict_size = x.dict_size;
+  d->dict_mtime_ns = x.dict_mtime_ns;
+  memcpy(d->sha256, x.sha256, sizeof(d->sha256));
   return 1;
 }
 
@@ -358,7 +339,7 @@ static int usable_deltas(sink_t *s, const pc__mline_t *l, pc__prev_rec_t *rec) {
 
   if (!l->has_deltas)
     return 1;
-  if (l->deltas == NULL || n > DELTAS_MAX || s->deltas == 0)
+  if (l->deltas == NULL || n > PC__MLINE_DELTAS_MAX || s->deltas == 0)
     return 0;
   for (k = 0; k < n; k++) {
     pc__mdelta_t md;
@@ -383,25 +364,15 @@ static int usable(sink_t *s, const pc__mline_t *l, pc__prev_rec_t *rec) {
   int f;
 
   memset(rec, 0, sizeof(*rec));
-  if (l->has_error || l->has_skipped || !l->size_int || !l->mtime_int ||
-      l->size < 0)
+  /* A line with an error or a skip reason, or without an mtime, is not
+   * used: that file is looked at again.
+   */
+  if (l->has_error || l->has_skipped || !l->mtime_int ||
+      pc__mline_stat(l, &rec->size, &rec->mtime_ns) != 0)
     return 0;
-  rec->size = (uint64_t)l->size;
-  rec->mtime_ns = l->mtime_ns;
-  for (f = 0; f < PC_NFORMATS; f++) {
-    if (!(formats & PC_FMT_BIT(f)))
-      continue;
-    if (!l->out[f].object)
+  for (f = 0; f < PC_NFORMATS; f++)
+    if ((formats & PC_FMT_BIT(f)) && pc__mline_output(l, f, &rec->out[f]) != 0)
       return 0;
-    if (l->out[f].sized) {
-      rec->out[f].state = PC_OUT_KEPT;
-      rec->out[f].size = (uint64_t)l->out[f].size;
-    } else if (l->out[f].ratio) {
-      rec->out[f].state = PC_OUT_RATIO;
-    } else {
-      return 0;
-    }
-  }
   return usable_deltas(s, l, rec);
 }
 

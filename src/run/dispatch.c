@@ -8,6 +8,7 @@
 #include "run/run.h"
 
 #include "work/incremental.h"
+#include "common/names.h"
 #include "fs/out.h"
 #include "work/worker.h"
 

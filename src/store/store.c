@@ -54,15 +54,15 @@ static void load_keys(pc__store_t *c, sqlite3 *db) {
     return;
   while (sqlite3_step(s) == SQLITE_ROW) {
     const unsigned char *k = sqlite3_column_blob(s, 0);
-    if (k == NULL || sqlite3_column_bytes(s, 0) != KEYLEN)
+    if (k == NULL || sqlite3_column_bytes(s, 0) != PC__STORE_KEYLEN)
       continue;
     if (PC__GROW(c->keys, c->nkeys, cap, 4096) != 0)
       goto fail;
-    c->keys[c->nkeys++] = key_prefix(k);
+    c->keys[c->nkeys++] = pc__store_key_prefix(k);
   }
   sqlite3_finalize(s);
   if (c->nkeys > 0) /* qsort(NULL, 0) is undefined, however harmless */
-    qsort(c->keys, c->nkeys, sizeof(*c->keys), cmp_u64);
+    qsort(c->keys, c->nkeys, sizeof(*c->keys), pc__store_cmp_u64);
   c->keys_loaded = 1;
   return;
 fail:
@@ -101,7 +101,7 @@ static int open_writer(pc__store_t *c, pc__store_kind_t kind) {
   if (rc == SQLITE_OK)
     rc = sqlite3_exec(c->wdb,
                       "PRAGMA synchronous = NORMAL;"
-                      "PRAGMA mmap_size = " MMAP_SIZE ";",
+                      "PRAGMA mmap_size = " PC__STORE_MMAP_SIZE ";",
                       NULL, NULL, NULL);
   /* The key index's pages stay in the writer's cache across commits: with
    * SQLite's 2 MiB each batch read them back from the WAL, and pages came

@@ -9,6 +9,7 @@
  */
 #include "store/storeid.h"
 
+#include "common/names.h"
 #include "fs/out.h"
 
 #include <dirent.h>
@@ -104,10 +105,7 @@ char *pc__store_ro_uri(const char *path) {
   return u;
 }
 
-/* The first column of sql's first row into *v (0 when no row). An SQLite
- * result code.
- */
-static int query_int(sqlite3 *db, const char *sql, int64_t *v) {
+int pc__store_query_int(sqlite3 *db, const char *sql, int64_t *v) {
   sqlite3_stmt *s;
   int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
 
@@ -171,8 +169,8 @@ static int unstamped_store(sqlite3 *db, int *is) {
     goto out;
   }
   *is = have.len == want.len && memcmp(have.data, want.data, have.len) == 0 &&
-        query_int(db, "SELECT v FROM meta WHERE k = 'format'", &format) ==
-            SQLITE_OK &&
+        pc__store_query_int(db, "SELECT v FROM meta WHERE k = 'format'",
+                            &format) == SQLITE_OK &&
         format == 1;
 out:
   sqlite3_close(mem);
@@ -189,8 +187,10 @@ static int judge(sqlite3 *db, pc__store_kind_t *kind) {
   int64_t id, version;
   int rc, err, is;
 
-  if ((rc = query_int(db, "PRAGMA application_id", &id)) != SQLITE_OK ||
-      (rc = query_int(db, "PRAGMA user_version", &version)) != SQLITE_OK)
+  if ((rc = pc__store_query_int(db, "PRAGMA application_id", &id)) !=
+          SQLITE_OK ||
+      (rc = pc__store_query_int(db, "PRAGMA user_version", &version)) !=
+          SQLITE_OK)
     return pc__store_err(db, rc);
   if (id == PC__STORE_APP_ID) {
     *kind = PC__STORE_OURS;

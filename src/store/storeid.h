@@ -64,6 +64,11 @@ int pc__store_make(const char *path, int replace);
  */
 void pc__store_reap(const char *dir);
 
+/* The first column of sql's first row into *v (0 when no row). An SQLite
+ * result code.
+ */
+int pc__store_query_int(sqlite3 *db, const char *sql, int64_t *v);
+
 /* Our code for SQLite's rc, called right after the failing call on db. */
 int pc__store_err(sqlite3 *db, int rc);
 

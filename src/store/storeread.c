@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void reader_free(reader_t *rd) {
+static void reader_free(pc__store_reader_t *rd) {
   sqlite3_blob_close(rd->blob);
   sqlite3_finalize(rd->get);
   sqlite3_close(rd->db);
@@ -17,8 +17,8 @@ static void reader_free(reader_t *rd) {
   free(rd);
 }
 
-static reader_t *reader_get(pc__store_t *c) {
-  reader_t *rd;
+static pc__store_reader_t *reader_get(pc__store_t *c) {
+  pc__store_reader_t *rd;
 
   uv_mutex_lock(&c->mu);
   if ((rd = c->free_readers) != NULL)
@@ -34,16 +34,17 @@ static reader_t *reader_get(pc__store_t *c) {
    */
   if ((rd->xs = XXH3_createState()) == NULL ||
       pc__store_connect(c->path, c->read_only, 0, &rd->db) != 0 ||
-      sqlite3_exec(rd->db, "PRAGMA mmap_size = " MMAP_SIZE, NULL, NULL, NULL) !=
-          SQLITE_OK ||
-      sqlite3_prepare_v3(
-          rd->db,
-          "SELECT e.id, e.used, p.lim, p.sum, length(p.data), "
-          "CASE WHEN length(p.data) <= " PC__STR(
-              INLINE_MAX) " THEN p.data END "
-                          "FROM entry e JOIN payload p ON p.id = e.id "
-                          "WHERE e.key = ?1",
-          -1, SQLITE_PREPARE_PERSISTENT, &rd->get, NULL) != SQLITE_OK) {
+      sqlite3_exec(rd->db, "PRAGMA mmap_size = " PC__STORE_MMAP_SIZE, NULL,
+                   NULL, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v3(rd->db,
+                         "SELECT e.id, e.used, p.lim, p.sum, length(p.data), "
+                         "CASE WHEN length(p.data) <= " PC__STR(
+                             PC__STORE_INLINE_MAX) " THEN p.data END "
+                                                   "FROM entry e JOIN payload "
+                                                   "p ON p.id = e.id "
+                                                   "WHERE e.key = ?1",
+                         -1, SQLITE_PREPARE_PERSISTENT, &rd->get,
+                         NULL) != SQLITE_OK) {
     reader_free(rd);
     return NULL;
   }
@@ -57,7 +58,7 @@ static reader_t *reader_get(pc__store_t *c) {
 /* Ends the reader's snapshot (the lookup statement, left on its row, held
  * it) and pools it.
  */
-static void reader_put(pc__store_t *c, reader_t *rd) {
+static void reader_put(pc__store_t *c, pc__store_reader_t *rd) {
   sqlite3_blob_close(rd->blob);
   rd->blob = NULL;
   sqlite3_reset(rd->get);
@@ -73,10 +74,10 @@ static void reader_put(pc__store_t *c, reader_t *rd) {
 
 /* The calling thread's pin: its store and connection. */
 static _Thread_local const pc__store_t *pin_store;
-static _Thread_local reader_t *pin_reader;
+static _Thread_local pc__store_reader_t *pin_reader;
 
 void pc__store_pin(pc__store_t *c) {
-  reader_t *rd;
+  pc__store_reader_t *rd;
 
   if (c == NULL || pin_reader != NULL || (rd = reader_get(c)) == NULL)
     return;
@@ -91,7 +92,7 @@ void pc__store_pin(pc__store_t *c) {
 }
 
 void pc__store_unpin(pc__store_t *c) {
-  reader_t *rd = pin_reader;
+  pc__store_reader_t *rd = pin_reader;
 
   if (c == NULL || rd == NULL || pin_store != c)
     return;
@@ -106,7 +107,7 @@ void pc__store_unpin(pc__store_t *c) {
 }
 
 /* The connection for a lookup: the thread's pin when it is free. */
-static reader_t *lookup_reader(pc__store_t *c) {
+static pc__store_reader_t *lookup_reader(pc__store_t *c) {
   if (pin_store == c && pin_reader != NULL && !pin_reader->busy) {
     pin_reader->busy = 1;
     return pin_reader;
@@ -115,7 +116,7 @@ static reader_t *lookup_reader(pc__store_t *c) {
 }
 
 void pc__store_readers_free(pc__store_t *c) {
-  reader_t *rd;
+  pc__store_reader_t *rd;
 
   while ((rd = c->all_readers) != NULL) {
     c->all_readers = rd->next_all;
@@ -126,7 +127,8 @@ void pc__store_readers_free(pc__store_t *c) {
 /* Runs the payload (in memory at mem, else streamed from rd->blob) through
  * the checksum. 1 when it matches.
  */
-static int verify(reader_t *rd, const unsigned char key[KEYLEN], int64_t lim,
+static int verify(pc__store_reader_t *rd,
+                  const unsigned char key[PC__STORE_KEYLEN], int64_t lim,
                   const void *sum, const unsigned char *mem, uint64_t len) {
   unsigned char got[16], *buf = NULL;
   XXH3_state_t *s = rd->xs;
@@ -134,14 +136,15 @@ static int verify(reader_t *rd, const unsigned char key[KEYLEN], int64_t lim,
   uint64_t off;
   int ok = 0;
 
-  entry_sum_start(s, key, lim);
+  pc__store_entry_sum_start(s, key, lim);
   if (mem != NULL) {
     XXH3_128bits_update(s, mem, (size_t)len);
   } else {
-    if (len > 0 && (buf = malloc(CHUNK)) == NULL)
+    if (len > 0 && (buf = malloc(PC__STORE_CHUNK)) == NULL)
       goto out;
     for (off = 0; off < len;) {
-      size_t n = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
+      size_t n =
+          len - off < PC__STORE_CHUNK ? (size_t)(len - off) : PC__STORE_CHUNK;
       if (sqlite3_blob_read(rd->blob, buf, (int)n, (int)off) != SQLITE_OK)
         goto out;
       XXH3_128bits_update(s, buf, n);
@@ -149,7 +152,7 @@ static int verify(reader_t *rd, const unsigned char key[KEYLEN], int64_t lim,
     }
   }
   h = XXH3_128bits_digest(s);
-  sum_bytes(&h, got);
+  pc__store_sum_bytes(&h, got);
   ok = memcmp(got, sum, 16) == 0;
 out:
   free(buf);
@@ -158,19 +161,19 @@ out:
 
 int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
                   pc__store_hit_t *hit) {
-  unsigned char key[KEYLEN];
-  reader_t *rd;
+  unsigned char key[PC__STORE_KEYLEN];
+  pc__store_reader_t *rd;
   int64_t id, used, lim;
   const void *sum;
   const unsigned char *mem = NULL;
   int ok = 0;
 
   memset(hit, 0, sizeof(*hit));
-  make_key(c, k, key);
+  pc__store_make_key(c, k, key);
   if (c->keys_loaded) {
-    uint64_t p = key_prefix(key);
-    if (c->nkeys == 0 ||
-        bsearch(&p, c->keys, c->nkeys, sizeof(*c->keys), cmp_u64) == NULL)
+    uint64_t p = pc__store_key_prefix(key);
+    if (c->nkeys == 0 || bsearch(&p, c->keys, c->nkeys, sizeof(*c->keys),
+                                 pc__store_cmp_u64) == NULL)
       return 0;
   }
   if ((rd = lookup_reader(c)) == NULL)
@@ -178,7 +181,7 @@ int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
   /* One snapshot from the lookup to the last byte copied: the statement
    * stays on its row (its read transaction open) until the release.
    */
-  sqlite3_bind_blob(rd->get, 1, key, KEYLEN, SQLITE_STATIC);
+  sqlite3_bind_blob(rd->get, 1, key, PC__STORE_KEYLEN, SQLITE_STATIC);
   if (sqlite3_step(rd->get) != SQLITE_ROW)
     goto out;
   id = sqlite3_column_int64(rd->get, 0);
@@ -189,7 +192,7 @@ int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
   /* The row's own copy of a small payload; an empty one is "" (not NULL,
    * which would send it down the blob path).
    */
-  if (hit->len <= INLINE_MAX &&
+  if (hit->len <= PC__STORE_INLINE_MAX &&
       sqlite3_column_type(rd->get, 5) == SQLITE_BLOB) {
     mem = sqlite3_column_blob(rd->get, 5);
     if (mem == NULL)
@@ -203,12 +206,12 @@ int pc__store_get(pc__store_t *c, const pc__store_key_t *k,
                                          0, &rd->blob) != SQLITE_OK ||
                        (uint64_t)sqlite3_blob_bytes(rd->blob) != hit->len)) ||
       !verify(rd, key, lim, sum, mem, hit->len)) {
-    pc__store_queue_small(c, OP_DROP, id, key);
+    pc__store_queue_small(c, PC__STORE_OP_DROP, id, key);
     goto out;
   }
   ok = 1;
-  if ((int64_t)time(NULL) - used > TOUCH_AGE)
-    pc__store_queue_small(c, OP_TOUCH, id, key);
+  if ((int64_t)time(NULL) - used > PC__STORE_TOUCH_AGE)
+    pc__store_queue_small(c, PC__STORE_OP_TOUCH, id, key);
   if (lim >= 0) {
     hit->rejected = 1;
     hit->limit = (uint64_t)lim;

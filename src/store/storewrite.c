@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 /* Takes op (owned), or frees it when the cache is closing. */
-static void enqueue(pc__store_t *c, op_t *o) {
+static void enqueue(pc__store_t *c, pc__store_op_t *o) {
   int wake;
 
   o->next = NULL;
@@ -21,20 +21,20 @@ static void enqueue(pc__store_t *c, op_t *o) {
   c->q_tail = &o->next;
   c->q_bytes += o->len;
   c->q_ops++;
-  wake = c->q_bytes >= c->flush_bytes || c->q_ops >= FLUSH_OPS;
+  wake = c->q_bytes >= c->flush_bytes || c->q_ops >= PC__STORE_FLUSH_OPS;
   if (wake)
     uv_cond_signal(&c->wake);
   uv_mutex_unlock(&c->mu);
 }
 
 void pc__store_queue_small(pc__store_t *c, int kind, int64_t id,
-                           const unsigned char key[KEYLEN]) {
-  op_t *o;
+                           const unsigned char key[PC__STORE_KEYLEN]) {
+  pc__store_op_t *o;
   if (c->read_only || (o = calloc(1, sizeof(*o))) == NULL)
     return;
   o->kind = kind;
   o->id = id;
-  memcpy(o->key, key, KEYLEN);
+  memcpy(o->key, key, PC__STORE_KEYLEN);
   enqueue(c, o);
 }
 
@@ -45,20 +45,20 @@ int pc__store_step(sqlite3_stmt *s) {
   return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
-static int apply_put(pc__store_t *c, const op_t *o, int64_t now) {
+static int apply_put(pc__store_t *c, const pc__store_op_t *o, int64_t now) {
   int64_t id;
   int rc;
 
   /* A new key is one index descent. Another run (or this one, for a bad
    * entry) may have stored this key: then the new bytes replace it whole.
    */
-  sqlite3_bind_blob(c->ins_e, 1, o->key, KEYLEN, SQLITE_STATIC);
+  sqlite3_bind_blob(c->ins_e, 1, o->key, PC__STORE_KEYLEN, SQLITE_STATIC);
   sqlite3_bind_int64(c->ins_e, 2, now);
   sqlite3_bind_int64(c->ins_e, 3, (sqlite3_int64)o->len);
   if ((rc = pc__store_step(c->ins_e)) != SQLITE_OK)
     return rc;
   if (sqlite3_changes(c->wdb) == 0) {
-    sqlite3_bind_blob(c->find, 1, o->key, KEYLEN, SQLITE_STATIC);
+    sqlite3_bind_blob(c->find, 1, o->key, PC__STORE_KEYLEN, SQLITE_STATIC);
     if ((rc = sqlite3_step(c->find)) == SQLITE_ROW)
       id = sqlite3_column_int64(c->find, 0);
     sqlite3_reset(c->find);
@@ -70,7 +70,7 @@ static int apply_put(pc__store_t *c, const op_t *o, int64_t now) {
     if ((rc = pc__store_step(c->del_e)) != SQLITE_OK ||
         (rc = pc__store_step(c->del_p)) != SQLITE_OK)
       return rc;
-    sqlite3_bind_blob(c->ins_e, 1, o->key, KEYLEN, SQLITE_STATIC);
+    sqlite3_bind_blob(c->ins_e, 1, o->key, PC__STORE_KEYLEN, SQLITE_STATIC);
     sqlite3_bind_int64(c->ins_e, 2, now);
     sqlite3_bind_int64(c->ins_e, 3, (sqlite3_int64)o->len);
     if ((rc = pc__store_step(c->ins_e)) != SQLITE_OK)
@@ -85,19 +85,19 @@ static int apply_put(pc__store_t *c, const op_t *o, int64_t now) {
   return pc__store_step(c->ins_p);
 }
 
-static int apply(pc__store_t *c, const op_t *o, int64_t now) {
+static int apply(pc__store_t *c, const pc__store_op_t *o, int64_t now) {
   int rc;
 
   switch (o->kind) {
-  case OP_PUT:
+  case PC__STORE_OP_PUT:
     return apply_put(c, o, now);
-  case OP_TOUCH:
+  case PC__STORE_OP_TOUCH:
     sqlite3_bind_int64(c->touch, 1, o->id);
     sqlite3_bind_int64(c->touch, 2, now);
     return pc__store_step(c->touch);
-  default: /* OP_DROP: only if the id still holds that key */
+  default: /* PC__STORE_OP_DROP: only if the id still holds that key */
     sqlite3_bind_int64(c->drop, 1, o->id);
-    sqlite3_bind_blob(c->drop, 2, o->key, KEYLEN, SQLITE_STATIC);
+    sqlite3_bind_blob(c->drop, 2, o->key, PC__STORE_KEYLEN, SQLITE_STATIC);
     if ((rc = pc__store_step(c->drop)) != SQLITE_OK)
       return rc;
     if (sqlite3_changes(c->wdb) == 0)
@@ -111,10 +111,10 @@ static int apply(pc__store_t *c, const op_t *o, int64_t now) {
  * be committed (disk full, another run holding the lock past PC__STORE_BUSY_MS)
  * is dropped whole, which the next run sees as misses.
  */
-static void commit(pc__store_t *c, op_t *batch) {
+static void commit(pc__store_t *c, pc__store_op_t *batch) {
   int64_t now = (int64_t)time(NULL);
   int rc;
-  op_t *o;
+  pc__store_op_t *o;
 
   if (batch == NULL)
     return;
@@ -127,23 +127,7 @@ static void commit(pc__store_t *c, op_t *batch) {
     sqlite3_exec(c->wdb, "ROLLBACK", NULL, NULL, NULL);
 }
 
-/* The first column of sql's first row into *v (-1 when no row). An SQLite
- * result code.
- */
-static int query_int(sqlite3 *db, const char *sql, int64_t *v) {
-  sqlite3_stmt *s;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
-
-  *v = -1;
-  if (rc != SQLITE_OK)
-    return rc;
-  if ((rc = sqlite3_step(s)) == SQLITE_ROW)
-    *v = sqlite3_column_int64(s, 0);
-  sqlite3_finalize(s);
-  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-/* Least recently used first (by the hour, TOUCH_AGE; then oldest id)
+/* Least recently used first (by the hour, PC__STORE_TOUCH_AGE; then oldest id)
  * until the payloads fit; then VACUUM when a quarter of the file is free
  * pages, so what CI uploads is near the payload's size. A VACUUM another
  * run's reader blocks is left to a later trim.
@@ -153,8 +137,9 @@ static int do_trim(pc__store_t *c, uint64_t max_bytes) {
   int64_t total, pages, free_pages;
   int rc;
 
-  if ((rc = query_int(c->wdb, "SELECT coalesce(sum(bytes), 0) FROM entry",
-                      &total)) != SQLITE_OK)
+  if ((rc = pc__store_query_int(c->wdb,
+                                "SELECT coalesce(sum(bytes), 0) FROM entry",
+                                &total)) != SQLITE_OK)
     return pc__store_err(c->wdb, rc);
   if ((uint64_t)total > max_bytes) {
     rc = sqlite3_exec(c->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -183,8 +168,9 @@ static int do_trim(pc__store_t *c, uint64_t max_bytes) {
       return pc__store_err(c->wdb, rc);
     }
   }
-  if (query_int(c->wdb, "PRAGMA page_count", &pages) == SQLITE_OK &&
-      query_int(c->wdb, "PRAGMA freelist_count", &free_pages) == SQLITE_OK &&
+  if (pc__store_query_int(c->wdb, "PRAGMA page_count", &pages) == SQLITE_OK &&
+      pc__store_query_int(c->wdb, "PRAGMA freelist_count", &free_pages) ==
+          SQLITE_OK &&
       pages > 0 && free_pages * 4 > pages)
     sqlite3_exec(c->wdb, "VACUUM", NULL, NULL, NULL);
   return 0;
@@ -195,11 +181,11 @@ void pc__store_writer_main(void *arg) {
 
   uv_mutex_lock(&c->mu);
   for (;;) {
-    op_t *batch, *o;
+    pc__store_op_t *batch, *o;
     uint64_t gen, bytes = 0;
     int trim, kicked;
     while (!c->closing && c->done_gen == c->flush_gen &&
-           c->q_bytes < c->flush_bytes && c->q_ops < FLUSH_OPS)
+           c->q_bytes < c->flush_bytes && c->q_ops < PC__STORE_FLUSH_OPS)
       uv_cond_wait(&c->wake, &c->mu);
     batch = c->q_head;
     c->q_head = NULL;
@@ -221,8 +207,8 @@ void pc__store_writer_main(void *arg) {
       sqlite3_wal_checkpoint_v2(c->wdb, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
                                 NULL);
     for (o = batch; o != NULL;) {
-      op_t *next = o->next;
-      bytes += o->kind == OP_PUT ? o->len : 0;
+      pc__store_op_t *next = o->next;
+      bytes += o->kind == PC__STORE_OP_PUT ? o->len : 0;
       free(o);
       o = next;
     }
@@ -288,7 +274,7 @@ void pc__store_kick(pc__store_t *c) {
 int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
                   const unsigned char *mem, int fd, uint64_t len,
                   uint64_t limit) {
-  op_t *o = NULL;
+  pc__store_op_t *o = NULL;
   unsigned char *head;
   XXH128_hash_t h;
   uint64_t n = kept ? len : 0, done = 0;
@@ -305,25 +291,27 @@ int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
   /* One block for the op and, after it, what the checksum covers laid out
    * in its order (key, lim, bytes): one malloc here, one free on the
    * writer, and the checksum in one call with no state to allocate
-   * (entry_sum_start()'s stream over the same bytes gives the same sum).
+   * (pc__store_entry_sum_start()'s stream over the same bytes gives the same
+   * sum).
    */
-  if (!reserved || (o = malloc(sizeof(*o) + KEYLEN + 8 + (size_t)n)) == NULL)
+  if (!reserved ||
+      (o = malloc(sizeof(*o) + PC__STORE_KEYLEN + 8 + (size_t)n)) == NULL)
     goto out;
   memset(o, 0, sizeof(*o));
   head = (unsigned char *)(o + 1);
-  o->data = n > 0 ? head + KEYLEN + 8 : NULL;
-  o->kind = OP_PUT;
+  o->data = n > 0 ? head + PC__STORE_KEYLEN + 8 : NULL;
+  o->kind = PC__STORE_OP_PUT;
   o->len = n;
   o->lim = kept ? -1 : (limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
-  make_key(c, k, o->key);
-  memcpy(head, o->key, KEYLEN);
-  put64(head + KEYLEN, (uint64_t)o->lim);
+  pc__store_make_key(c, k, o->key);
+  memcpy(head, o->key, PC__STORE_KEYLEN);
+  pc__store_put64(head + PC__STORE_KEYLEN, (uint64_t)o->lim);
   if (mem != NULL) {
-    memcpy(head + KEYLEN + 8, mem, (size_t)n);
+    memcpy(head + PC__STORE_KEYLEN + 8, mem, (size_t)n);
   } else {
     while (done < n) {
-      ssize_t r =
-          pread(fd, head + KEYLEN + 8 + done, (size_t)(n - done), (off_t)done);
+      ssize_t r = pread(fd, head + PC__STORE_KEYLEN + 8 + done,
+                        (size_t)(n - done), (off_t)done);
       if (r < 0 && errno == EINTR)
         continue;
       if (r <= 0)
@@ -331,8 +319,8 @@ int pc__store_put(pc__store_t *c, const pc__store_key_t *k, int kept,
       done += (uint64_t)r;
     }
   }
-  h = XXH3_128bits(head, KEYLEN + 8 + (size_t)n);
-  sum_bytes(&h, o->sum);
+  h = XXH3_128bits(head, PC__STORE_KEYLEN + 8 + (size_t)n);
+  pc__store_sum_bytes(&h, o->sum);
   enqueue(c, o);
   o = NULL;
   ok = 1;

@@ -6,6 +6,7 @@
 
 #include "store/storeid.h"
 #include "common/glob.h"
+#include "common/names.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -165,7 +166,7 @@ static int is_own_output(const pc__sel_entry_t *e) {
     return 0;
   if (f >= 0)
     base = e->len - strlen(pc_format_ext((pc_format_t)f)) - 1;
-  else if (!pc__delta_output_name(e->name, e->len, &base))
+  else if (!pc__delta_output_name(e->name, e->len, &base, NULL, NULL))
     return 0;
   memcpy(key, e->name, base);
   key[base] = '\0';
@@ -197,7 +198,7 @@ int pc__select_old_deltas(const pc__sel_entry_t *e, char ***names) {
          ls->names[lo][e->len] == '.';
        lo++) {
     const char *nm = ls->names[lo];
-    if (!pc__delta_output_name(nm, strlen(nm), &b) || b != e->len)
+    if (!pc__delta_output_name(nm, strlen(nm), &b, NULL, NULL) || b != e->len)
       continue;
     if (PC__GROW(v, n + 1, cap, 4) != 0 || (v[n] = pc__strdup(nm)) == NULL) {
       while (n > 0)
@@ -219,14 +220,10 @@ unsigned pc__select_absent(const pc__select_t *s, const pc__sel_entry_t *e) {
   if (e->ls == NULL && e->outs == NULL)
     return 0;
   for (f = 0; f < PC_NFORMATS; f++) {
-    const char *ext = pc_format_ext((pc_format_t)f);
-    size_t el = strlen(ext);
     /* A name too long to exist is left to the job's stat to report. */
-    if (!(s->formats & PC_FMT_BIT(f)) || e->len + 1 + el > NAME_MAX)
+    if (!(s->formats & PC_FMT_BIT(f)) ||
+        pc__output_name(e->name, e->len, (pc_format_t)f, key) != 0)
       continue;
-    memcpy(key, e->name, e->len);
-    key[e->len] = '.';
-    memcpy(key + e->len + 1, ext, el + 1);
     if (e->outs != NULL) {
       /* Another directory's listing: no neighbour to start from. */
       const char *k = key;
@@ -287,23 +284,21 @@ int pc__select_in_shard(const pc__select_t *s, const char *rel, size_t len) {
  * this shard takes: that shard reaps it, and only that one.
  */
 static int owns_temp(const pc__select_t *s, const pc__sel_entry_t *e) {
-  /* "NAME.EXT": between the leading dot and ".XXXXXX.tmp". */
-  size_t outlen =
-      e->len - 1 - (1 + PC__TMP_RAND) - (sizeof(PC__TMP_SUFFIX) - 1);
-  int f = pc__output_format_of(e->name + 1, outlen);
-  size_t srclen, dl = e->rel_len - e->len; /* "DIR/" or "" */
+  size_t outlen, srclen, dl = e->rel_len - e->len; /* "DIR/" or "" */
   char *src;
-  int mine;
+  int f, mine;
 
   if (s->opts->shard_count == 0)
     return 1;
-  if (f < 0)
+  /* "NAME.EXT": between the leading dot and ".XXXXXX.tmp". */
+  if (!pc__temp_of(e->name, e->len, &outlen) ||
+      (f = pc__output_format_of(e->name + 1, outlen)) < 0)
     return 0;
   srclen = outlen - strlen(pc_format_ext((pc_format_t)f)) - 1;
-  /* A name cut to fit NAME_MAX (ending in '~') no longer names its source:
-   * leave it to a run without --shard.
+  /* A name cut to fit NAME_MAX (PC__TMP_CUT before the extension) no
+   * longer names its source: leave it to a run without --shard.
    */
-  if (srclen > 0 && e->name[srclen] == '~')
+  if (srclen > 0 && e->name[srclen] == PC__TMP_CUT)
     return 0;
   if ((src = malloc(dl + srclen + 1)) == NULL)
     return 0;
@@ -323,17 +318,10 @@ static int owns_temp(const pc__select_t *s, const pc__sel_entry_t *e) {
  * since, by another run, too.
  */
 static int manifest_name(const pc__select_t *s, const pc__sel_entry_t *e) {
-  size_t bl = s->man_base_len, sl = sizeof(PC__TMP_SUFFIX) - 1, i;
-  int temp = 0;
+  size_t bl = s->man_base_len, fl;
+  int temp = pc__temp_of(e->name, e->len, &fl) && fl == bl &&
+             memcmp(e->name + 1, s->man_base, bl) == 0;
 
-  if (e->len == 1 + bl + 1 + PC__TMP_RAND + sl && e->name[0] == '.' &&
-      memcmp(e->name + 1, s->man_base, bl) == 0 && e->name[1 + bl] == '.' &&
-      memcmp(e->name + e->len - sl, PC__TMP_SUFFIX, sl) == 0) {
-    temp = 1;
-    for (i = 2 + bl; i < 2 + bl + PC__TMP_RAND; i++)
-      if (!isalnum((unsigned char)e->name[i]))
-        temp = 0;
-  }
   if (!temp && (e->len != bl || memcmp(e->name, s->man_base, bl) != 0))
     return 0;
   if (e->dir.dev != s->man_dir.dev || e->dir.ino != s->man_dir.ino)

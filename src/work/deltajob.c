@@ -14,7 +14,7 @@
 #include "codec/delta.h"
 #include "work/deltashare.h"
 #include "work/dictset.h"
-#include "common/json.h"
+#include "common/names.h"
 #include "common/sha256.h"
 
 #include <fcntl.h>
@@ -56,7 +56,8 @@ uint64_t pc__deltas_mem(const pc__job_t *j) {
     for (f = 0; f < PC_NDELTAS; f++) {
       if (!(j->cfg->deltas & PC_DELTA_BIT(f)))
         continue;
-      m = pc__delta_mem((pc__delta_t)f, level_of(j->cfg, f), p->size, j->size);
+      m = pc__delta_mem((pc_delta_format_t)f, level_of(j->cfg, f), p->size,
+                        j->size);
       enc = m > enc ? m : enc;
     }
   }
@@ -291,7 +292,7 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
       x->skip = PC_DSKIP_IDENTICAL;
       continue;
     }
-    if (pc__delta_fits((pc__delta_t)f, dn) != 0) {
+    if (pc__delta_fits((pc_delta_format_t)f, dn) != 0) {
       x->skip = PC_DSKIP_WINDOW;
       continue;
     }
@@ -312,8 +313,8 @@ static int against(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
     }
     if (pc__job_stopping(j))
       return PC_EINTERRUPTED;
-    err = pc__delta_compress((pc__delta_t)f, level_of(c, f), dict, dn, h, src,
-                             (size_t)j->size, o);
+    err = pc__delta_compress((pc_delta_format_t)f, level_of(c, f), dict, dn, h,
+                             src, (size_t)j->size, o);
     if (err == PC_EDICTWINDOW) {
       x->skip = PC_DSKIP_WINDOW;
       continue;
@@ -542,7 +543,7 @@ static int kept_name(const pc__job_t *j, const char *name) {
 static void remove_stale(pc__work_t *w) {
   pc__job_t *j = w->j;
   unsigned nold = 0;
-  char **n, id[17];
+  char **n;
   pc_delta_t *grown;
 
   for (n = j->old_deltas; n != NULL && *n != NULL; n++)
@@ -556,7 +557,7 @@ static void remove_stale(pc__work_t *w) {
   }
   j->res.deltas = grown;
   for (n = j->old_deltas; *n != NULL; n++) {
-    size_t len = strlen(*n);
+    size_t base;
     pc_delta_t *x;
     struct stat ost;
     if (kept_name(j, *n))
@@ -577,13 +578,10 @@ static void remove_stale(pc__work_t *w) {
     }
     x = &j->res.deltas[j->res.ndeltas++];
     memset(x, 0, sizeof(*x));
-    x->format = (*n)[len - 1] == 'b' ? PC_DCB : PC_DCZ;
-    /* Its name's id: the first 8 bytes of the hash it was made against
-     * (16 lower-case hex digits, as pc__delta_output_name() found).
+    /* Its format, and its name's id: the first 8 bytes of the hash it was
+     * made against (pc__select_old_deltas() listed only delta names).
      */
-    memcpy(id, *n + len - 20, 16);
-    id[16] = '\0';
-    (void)pc__unhex_hash(id, x->sha256, 8);
+    (void)pc__delta_output_name(*n, strlen(*n), &base, &x->format, x->sha256);
     x->skip = PC_DSKIP_RATIO; /* not kept: no pairing gives it now */
     x->action = PC_ACT_REMOVE;
     x->from = UINT32_MAX; /* none */

@@ -11,6 +11,7 @@
 
 #include "codec/delta.h"
 #include "codec/dictname.h"
+#include "common/names.h"
 #include "fs/resolve.h"
 
 #include <dirent.h>
@@ -42,7 +43,7 @@ static void tell(const lister_t *l, const char *rel, int code) {
 static int not_a_source(const char *name) {
   size_t n = strlen(name), b;
   return pc__is_temp_name(name) || pc__output_format_of(name, n) >= 0 ||
-         pc__delta_output_name(name, n, &b);
+         pc__delta_output_name(name, n, &b, NULL, NULL);
 }
 
 /* What a malloc'd string costs, its allocator's overhead counted. */

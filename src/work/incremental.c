@@ -8,6 +8,7 @@
 #include "work/incremental.h"
 
 #include "codec/delta.h"
+#include "common/names.h"
 #include "work/dictset.h"
 #include "work/work.h"
 
@@ -26,7 +27,6 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
       !pc__mtime_same(p->mtime_ns, pc__ns(st->st_mtim)))
     return 0;
   for (f = 0; f < PC_NFORMATS; f++) {
-    const char *ext = pc_format_ext((pc_format_t)f);
     struct stat ost;
     int there;
     if (!(formats & PC_FMT_BIT(f)))
@@ -36,11 +36,8 @@ int pc__outputs_current(unsigned formats, const pc__prev_rec_t *p, int dfd,
         return 0;
       continue;
     }
-    if (len + 1 + strlen(ext) > NAME_MAX)
+    if (pc__output_name(name, len, (pc_format_t)f, oname) != 0)
       return 0;
-    memcpy(oname, name, len);
-    oname[len] = '.';
-    strcpy(oname + len + 1, ext);
     there = fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0;
     if (p->out[f].state == PC_OUT_KEPT) {
       if (!there || !S_ISREG(ost.st_mode) ||
@@ -80,7 +77,8 @@ static int delta_current(const pc__prev_t *prev, const pc__prev_delta_t *d,
     return 0;
   if (d->skip != PC_DSKIP_NONE)
     return 1;
-  return pc__delta_name(name, d->sha256, d->format, oname) == 0 &&
+  return pc__delta_name(name, d->sha256, (pc_delta_format_t)d->format, oname) ==
+             0 &&
          fstatat(dfd, oname, &ost, AT_SYMLINK_NOFOLLOW) == 0 &&
          S_ISREG(ost.st_mode) && (uint64_t)ost.st_size == d->size &&
          pc__ns(ost.st_mtim) ==
@@ -112,7 +110,8 @@ int pc__deltas_current(const pc__prev_t *prev, const pc__prev_rec_t *p,
     struct stat ost;
     for (k = 0; k < p->ndeltas; k++)
       if (ds[k].skip == PC_DSKIP_NONE &&
-          pc__delta_name(name, ds[k].sha256, ds[k].format, oname) == 0 &&
+          pc__delta_name(name, ds[k].sha256, (pc_delta_format_t)ds[k].format,
+                         oname) == 0 &&
           strcmp(oname, *old) == 0)
         break;
     if (k < p->ndeltas)

@@ -7,6 +7,7 @@
 
 #include "work/cache.h"
 #include "work/dedup.h"
+#include "common/names.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -124,14 +125,8 @@ void pc__settle_unproven(pc__work_t *w, int f) {
    */
   if (base == NULL && w->named) {
     const char *src = j->fullpath + pc__job_base_off(j);
-    const char *ext = pc_format_ext((pc_format_t)f);
-    size_t n = strlen(src), e = strlen(ext);
-    if (n + 1 + e <= NAME_MAX) {
-      memcpy(name, src, n);
-      name[n] = '.';
-      memcpy(name + n + 1, ext, e + 1);
+    if (pc__output_name(src, strlen(src), (pc_format_t)f, name) == 0)
       base = name;
-    }
   }
   if (j->res.err == PC_EINTERRUPTED || j->res.err == -ENOENT ||
       w->odir.fd < 0 || base == NULL || (j->absent & PC_FMT_BIT(f)) ||

@@ -5,7 +5,7 @@ design pages) and from the C sources (a #define, or the one line that sets it), 
 difference fails, naming both places:
 
     FAIL: cache writer's batch (entries): docs/reference.md says 16384 ("or 16,384 entries are
-          queued"), src/store/storeint.h (FLUSH_OPS) says 65536
+          queued"), src/store/storeint.h (PC__STORE_FLUSH_OPS) says 65536
 
 A sentence reworded so that its figure is no longer found fails too ("cannot find ... in
 docs/reference.md"): update the pattern here with the text. Most figures come from the source
@@ -192,8 +192,8 @@ frac1 = lambda m: FRACTIONS[m.group(1)]
 
 # --- the content cache -----------------------------------------------------------
 
-check("cache writer's batch (entries)", "src/store/storeint.h (FLUSH_OPS)",
-      lambda: define("src/store/storeint.h", "FLUSH_OPS"),
+check("cache writer's batch (entries)", "src/store/storeint.h (PC__STORE_FLUSH_OPS)",
+      lambda: define("src/store/storeint.h", "PC__STORE_FLUSH_OPS"),
       [(REF, r"or ([\d,]+) entries are queued", g1)])
 check("cache writer's batch (share of the queue's budget)", "src/store/store.c (flush_bytes)",
       lambda: int(code("src/store/store.c", r"flush_bytes = budget / (\d+)")),
@@ -254,8 +254,8 @@ check("store's schema version", "src/store/storeid.h (PC__STORE_VERSION)",
 check("store's page size", "src/store/storeid.c (DB_PAGE_SIZE)",
       lambda: int(define("src/store/storeid.c", "DB_PAGE_SIZE")),
       [(REF, r"on disk \((\d+) KiB pages\)", lambda m: size(m.group(1), "KiB"))])
-check("last use recorded to", "src/store/storeint.h (TOUCH_AGE, s)",
-      lambda: define("src/store/storeint.h", "TOUCH_AGE"),
+check("last use recorded to", "src/store/storeint.h (PC__STORE_TOUCH_AGE, s)",
+      lambda: define("src/store/storeint.h", "PC__STORE_TOUCH_AGE"),
       [(REF, r"the last hit, recorded to the (hour|minute|day)",
         lambda m: {"minute": 60, "hour": 3600, "day": 86400}[m.group(1)])])
 check("a writer's wait for another's batch", "src/store/storeid.h (PC__STORE_BUSY_MS)",
@@ -494,13 +494,13 @@ check("keep ratio", "src/codec/options.c (ratio_num / ratio_den)",
 check("default --min-size", "src/codec/options.c (min_size)",
       lambda: int(code("src/codec/options.c", r"o->min_size = (\d+);")),
       [(OPT, r"min_size = (\d+)", g1), (OPT, r"Default: (\d+) \(empty files never get outputs", g1)])
-check("temp names' random part", "src/common/common.h (PC__TMP_RAND)",
-      lambda: define("src/common/common.h", "PC__TMP_RAND"),
+check("temp names' random part", "src/common/names.h (PC__TMP_RAND)",
+      lambda: define("src/common/names.h", "PC__TMP_RAND"),
       [(REF, r"named `\.NAME\.EXT\.(X+)\.tmp`", lambda m: len(m.group(1))),
        (REF, r"a temp file of it left by a killed run \(`\.FILE\.(X+)\.tmp`", lambda m: len(m.group(1))),
        (REF, r"`\.cache\.sqlite\.(X+)\.tmp`", lambda m: len(m.group(1)))])
-check("temp names' suffix", "src/common/common.h (PC__TMP_SUFFIX)",
-      lambda: define("src/common/common.h", "PC__TMP_SUFFIX"),
+check("temp names' suffix", "src/common/names.h (PC__TMP_SUFFIX)",
+      lambda: define("src/common/names.h", "PC__TMP_SUFFIX"),
       [(REF, r"named `\.NAME\.EXT\.X+(\.\w+)`", lambda m: m.group(1))])
 
 
