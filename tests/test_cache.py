@@ -9,6 +9,7 @@ from the cache must be the oracle's bytes with its own source's mode and mtime."
 import sys
 
 sys.dont_write_bytecode = True
+import fcntl
 import json
 import os
 import random
@@ -344,6 +345,30 @@ class Store(Base):
         self.fresh_run(self.tree("src"), "a", cache)
         self.assertEqual(sorted(os.listdir(cache)), ["README", STORE])
         self.assertEqual(stat.S_IMODE(os.stat(store_path(cache)).st_mode), 0o600)
+
+    def test_a_killed_runs_store_temp_is_reaped(self):
+        # What a run killed while making the store leaves: its temp. The next run that writes
+        # removes it; a temp another run holds (locked) and names that only look alike stay.
+        cache = self.path("cache")
+        os.makedirs(cache, mode=0o700)
+        left, held = ".%s.AbC123.tmp" % STORE, ".%s.XyZ789.tmp" % STORE
+        alike = [".%s.AbC12.tmp" % STORE, ".%s.AbC123.tmp~" % STORE, ".x%s.AbC123.tmp" % STORE,
+                 ".app.js.gz.AbC123.tmp"]
+        for name in [left, held] + alike:
+            with open(os.path.join(cache, name), "wb") as f:
+                f.write(b"SQLite format 3\0")
+            os.chmod(os.path.join(cache, name), 0o600)
+        with open(os.path.join(cache, held), "rb") as h:
+            fcntl.flock(h, fcntl.LOCK_EX)
+            src = self.tree("src")
+            self.fresh_run(src, "a", cache)
+        self.assertEqual(sorted(os.listdir(cache)), sorted([held, STORE] + alike))
+        # A dry run writes nothing, so it removes nothing either.
+        with open(os.path.join(cache, left), "wb") as f:
+            f.write(b"x")
+        r = run(["-q", "-n", "--cache-dir", cache, self.copy(src, "b")])
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn(left, os.listdir(cache))
 
     def test_old_per_file_cache_is_ignored_with_a_note(self):
         cache = self.path("cache")

@@ -314,8 +314,16 @@ int pc__store_make(const char *path, int replace) {
   return err == 1 ? 0 : err;
 }
 
+/* 1 when `name` is the temp of the store, ".cache.sqlite.XXXXXX.tmp". */
+static int store_temp(const char *name) {
+  size_t n;
+
+  return pc__temp_of(name, strlen(name), &n) &&
+         n == sizeof(PC__STORE_FILE) - 1 &&
+         memcmp(name + 1, PC__STORE_FILE, n) == 0;
+}
+
 void pc__store_reap(const char *dir) {
-  static const char base[] = "." PC__STORE_FILE ".";
   struct timespec now;
   struct dirent *d;
   int fd;
@@ -332,8 +340,7 @@ void pc__store_reap(const char *dir) {
    * run's (pc__out_reap: unlocked, made before now).
    */
   while ((d = readdir(ds)) != NULL)
-    if (strncmp(d->d_name, base, sizeof(base) - 1) == 0 &&
-        pc__is_temp_name(d->d_name))
+    if (store_temp(d->d_name))
       pc__out_reap(dirfd(ds), d->d_name, &now);
   closedir(ds);
 }
