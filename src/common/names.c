@@ -32,6 +32,16 @@ static char ascii_lower(char c) {
   return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
 }
 
+/* The index of `s` in tab[0..n), or -1. */
+static int named(const char *s, const char *const *tab, int n) {
+  int i;
+
+  for (i = 0; i < n; i++)
+    if (strcmp(s, tab[i]) == 0)
+      return i;
+  return -1;
+}
+
 /* --- outputs --------------------------------------------------------- */
 
 const char *pc_format_ext(pc_format_t f) {
@@ -39,12 +49,7 @@ const char *pc_format_ext(pc_format_t f) {
 }
 
 int pc__format_named(const char *s) {
-  int f;
-
-  for (f = 0; f < PC_NFORMATS; f++)
-    if (strcmp(s, format_ext[f]) == 0)
-      return f;
-  return -1;
+  return named(s, format_ext, PC_NFORMATS);
 }
 
 int pc__output_name(const char *name, size_t len, pc_format_t f,
@@ -96,12 +101,7 @@ const char *pc_delta_ext(pc_delta_format_t f) {
 }
 
 int pc__delta_format_named(const char *s) {
-  int f;
-
-  for (f = 0; f < PC_NDELTAS; f++)
-    if (strcmp(s, delta_ext[f]) == 0)
-      return f;
-  return -1;
+  return named(s, delta_ext, PC_NDELTAS);
 }
 
 int pc__delta_name(const char *name, const unsigned char *hash,
