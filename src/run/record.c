@@ -58,6 +58,14 @@ static pc_outcome_t outcome_of(const pc__rec_t *rec, int kept,
   return rec->cached ? PC_OUTCOME_CACHED : PC_OUTCOME_COMPRESSED;
 }
 
+/* What a record owns, freed: one the manifest does not keep. */
+static void rec_free(pc__rec_t *rec) {
+  if (!rec->borrowed)
+    free(rec->path);
+  free(rec->deltas);
+  free(rec->dstats);
+}
+
 /* Counts a finished file, keeps its manifest line, tells the caller. Takes
  * ownership of rec->path.
  */
@@ -126,19 +134,13 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
 
   if ((r->opts->manifest == NULL && r->opts->manifest_write == NULL) ||
       r->cfg.dry_run) {
-    if (!rec->borrowed)
-      free(rec->path);
-    free(rec->deltas);
-    return;
-  }
-  if (PC__GROW(r->recs, r->nrecs, r->caprecs, 1024) != 0) {
-    if (!rec->borrowed)
-      free(rec->path);
-    free(rec->deltas);
+    rec_free(rec);
+  } else if (PC__GROW(r->recs, r->nrecs, r->caprecs, 1024) != 0) {
+    rec_free(rec);
     r->fatal = -ENOMEM;
-    return;
+  } else {
+    r->recs[r->nrecs++] = *rec;
   }
-  r->recs[r->nrecs++] = *rec;
 }
 
 /* A file that gets no job (skipped, or failed before it could start).
@@ -176,8 +178,11 @@ static int unchanged_deltas(const pc__run_t *r, const pc__prev_rec_t *prev,
   const pc__prev_delta_t *ds = pc__prev_deltas(r->prev, prev);
   uint32_t k;
 
-  if ((rec->deltas = calloc(prev->ndeltas, sizeof(*rec->deltas))) == NULL)
+  if ((rec->deltas = calloc(prev->ndeltas, sizeof(*rec->deltas))) == NULL ||
+      (rec->dstats = calloc(prev->ndeltas, sizeof(*rec->dstats))) == NULL) {
+    free(rec->deltas);
     return -ENOMEM;
+  }
   for (k = 0; k < prev->ndeltas; k++) {
     pc_delta_t *x = &rec->deltas[k];
     x->format = (pc_delta_format_t)ds[k].format;
@@ -186,8 +191,8 @@ static int unchanged_deltas(const pc__run_t *r, const pc__prev_rec_t *prev,
     x->from = ds[k].from;
     x->dictionary = pc__prev_dict(r->prev, &ds[k]);
     memcpy(x->sha256, ds[k].sha256, sizeof(x->sha256));
-    x->dict_size = ds[k].dict_size;
-    x->dict_mtime_ns = ds[k].dict_mtime_ns;
+    rec->dstats[k].size = ds[k].dict_size;
+    rec->dstats[k].mtime_ns = ds[k].dict_mtime_ns;
   }
   rec->ndeltas = prev->ndeltas;
   return 0;
@@ -295,12 +300,15 @@ void pc__record_job(pc__run_t *r, const pc__job_t *j) {
   memcpy(rec.out, j->res.out, sizeof(rec.out));
   if (j->res.ndeltas > 0) {
     size_t n = j->res.ndeltas * sizeof(*rec.deltas);
-    if ((rec.deltas = malloc(n)) == NULL) {
+    size_t ns = j->res.ndeltas * sizeof(*rec.dstats);
+    if ((rec.deltas = malloc(n)) == NULL || (rec.dstats = malloc(ns)) == NULL) {
+      free(rec.deltas);
       free(rec.path);
       r->fatal = -ENOMEM;
       return;
     }
     memcpy(rec.deltas, j->res.deltas, n);
+    memcpy(rec.dstats, j->res.dstats, ns);
     rec.ndeltas = j->res.ndeltas;
   }
   record(r, &rec, j->fullpath,

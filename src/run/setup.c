@@ -377,6 +377,7 @@ void pc__setup_free(pc__run_t *r) {
       free(r->recs[i].path);
     free(r->recs[i].err_msg);
     free(r->recs[i].deltas);
+    free(r->recs[i].dstats);
   }
   free(r->recs);
   for (k = 0; k < r->nroots; k++) {
