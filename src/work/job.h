@@ -21,8 +21,8 @@ typedef struct pc__cfg {
   int man_known; /* the manifest exists: never an input (dev, ino) */
   dev_t man_dev;
   ino_t man_ino;
-  unsigned jobs;   /* threads for zstd's own multi-threading of big files */
-  atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
+  unsigned jobs;    /* threads for zstd's own multi-threading of big files */
+  atomic_int *stop; /* the run's (run.h): set by pc_stop() on SIGINT/SIGTERM */
   struct pc__dedup *dedup;   /* shared, with its own lock; NULL: no dedupe */
   struct pc__spares *spares; /* shared, with its own lock: codec states
                                 kept between files, freed with the run */
