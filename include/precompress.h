@@ -262,8 +262,6 @@ typedef struct pc_delta {
   uint32_t from;            /* index in pc_options_t.dict_dirs */
   const char *dictionary;   /* the predecessor's path below that directory */
   unsigned char sha256[32]; /* the predecessor's SHA-256 */
-  uint64_t dict_size;       /* the predecessor's size and mtime as read */
-  int64_t dict_mtime_ns;    /* (what the incremental check compares) */
 } pc_delta_t;
 
 /* One file's record, passed to on_file. Pointers are valid only during the

@@ -294,9 +294,10 @@ static int put_deltas(pc__buf_t *b, const pc__rec_t *e) {
          (err = put_str(b, h)) != 0 || (err = PUT(b, "\"")) != 0))
       return err;
     if (pc__delta_read(x->sha256) &&
-        ((err = PUT_U64(b, ", \"dictionary_size\": ", x->dict_size)) != 0 ||
+        ((err = PUT_U64(b, ", \"dictionary_size\": ", e->dstats[k].size)) !=
+             0 ||
          (err = PUT(b, ", \"dictionary_mtime_ns\": ")) != 0 ||
-         (err = put_i64(b, x->dict_mtime_ns)) != 0))
+         (err = put_i64(b, e->dstats[k].mtime_ns)) != 0))
       return err;
     if (x->skip == PC_DSKIP_NONE)
       err = PUT_U64(b, ", \"size\": ", x->size);

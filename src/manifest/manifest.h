@@ -43,6 +43,15 @@
 
 #include <sys/types.h>
 
+/* A delta's predecessor as it was read: its size and mtime, what the
+ * incremental check compares. The library's alone, so beside the public
+ * pc_delta_t, one per delta; zero for a predecessor not read.
+ */
+typedef struct pc__dstat {
+  uint64_t size;
+  int64_t mtime_ns;
+} pc__dstat_t;
+
 /* One file's line in the manifest. */
 typedef struct pc__rec {
   char *path;    /* relative to its root; owned unless `borrowed` */
@@ -60,8 +69,9 @@ typedef struct pc__rec {
   uint64_t size;
   int64_t mtime_ns;
   pc_output_t out[PC_NFORMATS];
-  pc_delta_t *deltas; /* owned (this run's lines only); their dictionary
-                         names are the run's dictset's */
+  pc_delta_t *deltas;  /* owned (this run's lines only); their dictionary
+                          names are the run's dictset's */
+  pc__dstat_t *dstats; /* owned: deltas[k]'s predecessor as read */
   unsigned ndeltas;
 } pc__rec_t;
 

@@ -33,10 +33,11 @@ int pc__mline_output(const pc__mline_t *l, int f, pc_output_t *out) {
 }
 
 int pc__mline_delta_rec(const pc__mdelta_t *md, unsigned ndirs,
-                        unsigned formats, pc_delta_t *x) {
+                        unsigned formats, pc_delta_t *x, pc__dstat_t *ds) {
   int k;
 
   memset(x, 0, sizeof(*x));
+  memset(ds, 0, sizeof(*ds));
   if (!md->object || md->format == NULL || md->dictionary == NULL ||
       !md->from_int || md->from < 0 || (uint64_t)md->from >= ndirs)
     return PC_ENOTMANIFEST;
@@ -63,8 +64,8 @@ int pc__mline_delta_rec(const pc__mdelta_t *md, unsigned ndirs,
         !pc__delta_read(x->sha256) || !md->dsize_int || md->dict_size < 0 ||
         !md->dmtime_int)
       return PC_ENOTMANIFEST;
-    x->dict_size = (uint64_t)md->dict_size;
-    x->dict_mtime_ns = md->dict_mtime_ns;
+    ds->size = (uint64_t)md->dict_size;
+    ds->mtime_ns = md->dict_mtime_ns;
   }
   x->dictionary = md->dictionary;
   return 0;

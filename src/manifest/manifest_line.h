@@ -30,11 +30,12 @@ int pc__mline_output(const pc__mline_t *l, int f, pc_output_t *out);
 /* Entry md of a line's "deltas" into *x (cleared first): its format, its
  * DIR's index, its size when kept or why not, and the dictionary's path
  * (x->dictionary: md's string, valid while the line is), and when the
- * dictionary was read (always for a kept one) its SHA-256, size and mtime.
- * The DIR's index is below `ndirs`, the format one of `formats`
- * (PC_DELTA_BIT()s). 0, or PC_ENOTMANIFEST.
+ * dictionary was read (always for a kept one) its SHA-256, and its size
+ * and mtime into *ds (cleared first too). The DIR's index is below
+ * `ndirs`, the format one of `formats` (PC_DELTA_BIT()s). 0, or
+ * PC_ENOTMANIFEST.
  */
 int pc__mline_delta_rec(const pc__mdelta_t *md, unsigned ndirs,
-                        unsigned formats, pc_delta_t *x);
+                        unsigned formats, pc_delta_t *x, pc__dstat_t *ds);
 
 #endif /* PC_MANIFEST_LINE_H */

@@ -47,9 +47,9 @@ static int line_root(const pc__mline_t *l, uint32_t nroots, pc__rec_t *rec) {
 /* Entry md of a line's "deltas" into x (its dictionary's name copied). 0,
  * PC_ENOTMANIFEST or -ENOMEM.
  */
-static int parse_delta(const pc__mdelta_t *md, pc_delta_t *x) {
+static int parse_delta(const pc__mdelta_t *md, pc_delta_t *x, pc__dstat_t *ds) {
   int err = pc__mline_delta_rec(md, PC_DICT_DIRS_MAX,
-                                PC_DELTA_BIT(PC_NDELTAS) - 1, x);
+                                PC_DELTA_BIT(PC_NDELTAS) - 1, x, ds);
 
   if (err != 0)
     return err;
@@ -66,12 +66,13 @@ static int parse_deltas(const pc__mline_t *l, pc__rec_t *rec) {
     return 0;
   if (l->deltas == NULL || n == 0 || n > PC__MLINE_DELTAS_MAX)
     return PC_ENOTMANIFEST;
-  if ((rec->deltas = calloc(n, sizeof(*rec->deltas))) == NULL)
+  if ((rec->deltas = calloc(n, sizeof(*rec->deltas))) == NULL ||
+      (rec->dstats = calloc(n, sizeof(*rec->dstats))) == NULL)
     return -ENOMEM;
   for (k = 0; k < n; k++) {
     pc__mdelta_t md;
     pc__mline_delta(l, k, &md);
-    if ((err = parse_delta(&md, &rec->deltas[k])) != 0)
+    if ((err = parse_delta(&md, &rec->deltas[k], &rec->dstats[k])) != 0)
       return err;
     rec->ndeltas++;
   }
@@ -84,7 +85,9 @@ static void free_deltas(pc__rec_t *rec) {
   for (k = 0; k < rec->ndeltas; k++)
     free((char *)rec->deltas[k].dictionary);
   free(rec->deltas);
+  free(rec->dstats);
   rec->deltas = NULL;
+  rec->dstats = NULL;
   rec->ndeltas = 0;
 }
 

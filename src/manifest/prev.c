@@ -316,16 +316,17 @@ static int on_files(void *data, const pc__mhead_t *h, int *want) {
 static int usable_delta(const sink_t *s, const pc__mdelta_t *md,
                         pc__prev_delta_t *d) {
   pc_delta_t x;
+  pc__dstat_t ds;
 
   memset(d, 0, sizeof(*d));
-  if (pc__mline_delta_rec(md, s->ndirs, s->deltas, &x) != 0)
+  if (pc__mline_delta_rec(md, s->ndirs, s->deltas, &x, &ds) != 0)
     return 0;
   d->format = (uint8_t)x.format;
   d->skip = (uint8_t)x.skip;
   d->from = x.from;
   d->size = x.size;
-  d->dict_size = x.dict_size;
-  d->dict_mtime_ns = x.dict_mtime_ns;
+  d->dict_size = ds.size;
+  d->dict_mtime_ns = ds.mtime_ns;
   memcpy(d->sha256, x.sha256, sizeof(d->sha256));
   return 1;
 }

@@ -3,7 +3,9 @@
  * walk.h says what is there, select.h what it is; here each entry becomes
  * what it is to the run: a directory handed back to the walk, a job for
  * the scheduler, a record, or nothing (our own outputs and temps, another
- * shard's files). Loop thread only.
+ * shard's files). Loop thread only. It writes the run's `walk` part
+ * (run.h); a job it makes goes to run.c's pc__take_fn (the schedule is
+ * the loop's), anything counted to record.c.
  */
 #include "run/run.h"
 
@@ -21,10 +23,8 @@
 static void push_job(pc__run_t *r, pc__job_t *j) {
   j->unit.weight = j->size;
   j->unit.mem = pc__work_mem(j);
-  r->progress.files_total++;
-  r->progress.bytes_total += j->size;
-  if (pc__sched_add(&r->sched, j) != 0)
-    r->fatal = -ENOMEM;
+  pc__record_queued(r, j->size);
+  r->walk.take(r, j);
 }
 
 /* A file's predecessor in each --dictionary-from directory, and the delta
@@ -77,11 +77,11 @@ is_unchanged(pc__run_t *r, const pc__entry_t *e, const char *rel,
   int odfd = e->dfd;
   if (r->cfg.spec.output_dir != NULL) {
     /* Outputs the mirror cannot tell of are not current. */
-    if (r->mirror.state == PC__MIRROR_ERROR)
+    if (r->walk.mirror.state == PC__MIRROR_ERROR)
       return NULL;
-    odfd = r->mirror.fd;
+    odfd = r->walk.mirror.fd;
   }
-  p = pc__incremental_lookup(r->prev, &r->prev_hint, r->cfg.spec.formats,
+  p = pc__incremental_lookup(r->prev, &r->walk.prev_hint, r->cfg.spec.formats,
                              e->root, rel, odfd, e->name, st, absent);
   if (p != NULL && !pc__deltas_current(r->prev, p, &r->cfg, pg->preds, pg->old,
                                        odfd, e->name, st))
@@ -94,7 +94,8 @@ is_unchanged(pc__run_t *r, const pc__entry_t *e, const char *rel,
  * opened, none: each job looks, and reports why it cannot.
  */
 static unsigned absent_of(const pc__run_t *r, const pc__sel_entry_t *se) {
-  if (r->cfg.spec.output_dir != NULL && r->mirror.state == PC__MIRROR_ERROR)
+  if (r->cfg.spec.output_dir != NULL &&
+      r->walk.mirror.state == PC__MIRROR_ERROR)
     return 0;
   return pc__select_absent(&r->sel, se);
 }
@@ -109,8 +110,9 @@ static int claim_outputs(pc__run_t *r, const pc__sel_entry_t *se) {
 
   if (r->cfg.spec.output_dir == NULL || r->nroots < 2)
     return 1;
-  if ((err = pc__relset_claim(&r->rels, se->rel, se->rel_len, &taken)) != 0) {
-    r->fatal = err;
+  if ((err = pc__relset_claim(&r->walk.rels, se->rel, se->rel_len, &taken)) !=
+      0) {
+    pc__record_fatal(r, err);
     return 1; /* the run ends: no record either way */
   }
   return taken;
@@ -130,17 +132,18 @@ static int out_dir_ok(pc__run_t *r, const pc__entry_t *e) {
 
   if (r->cfg.dry_run)
     return 0;
-  if (r->wdir_known && r->wdir.dev == e->dir.dev && r->wdir.ino == e->dir.ino)
-    return r->wdir_err;
-  r->wdir_known = 1;
-  r->wdir = e->dir;
-  r->wdir_err = 0;
+  if (r->walk.wdir_known && r->walk.wdir.dev == e->dir.dev &&
+      r->walk.wdir.ino == e->dir.ino)
+    return r->walk.wdir_err;
+  r->walk.wdir_known = 1;
+  r->walk.wdir = e->dir;
+  r->walk.wdir_err = 0;
   if (r->cfg.spec.output_dir !=
       NULL) /* a mirror still to make is the jobs' to report */
-    fd = r->mirror.state == PC__MIRROR_OPEN ? r->mirror.fd : -1;
+    fd = r->walk.mirror.state == PC__MIRROR_OPEN ? r->walk.mirror.fd : -1;
   if ((fd < 0 && fd != AT_FDCWD) || pc__out_writable(fd) == 0)
     return 0;
-  r->wdir_err = PC_ENOWRITE;
+  r->walk.wdir_err = PC_ENOWRITE;
   label = r->cfg.spec.output_dir != NULL && e->drel[0]
               ? pc__path_join(r->cfg.spec.output_dir, e->drel)
           : r->cfg.spec.output_dir != NULL
@@ -148,7 +151,7 @@ static int out_dir_ok(pc__run_t *r, const pc__entry_t *e) {
               : pc__strdup(e->dfull[0] ? e->dfull : ".");
   pc__run_error(r, label, PC_ENOWRITE);
   free(label);
-  return r->wdir_err;
+  return r->walk.wdir_err;
 }
 
 /* A regular file (per the listing) that the earlier manifest records and
@@ -165,7 +168,8 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
   /* The record first: a new file then costs one lookup here, not every
    * filter twice.
    */
-  if ((p = pc__prev_next(r->prev, e->root, se->rel, &r->prev_hint)) == NULL ||
+  if ((p = pc__prev_next(r->prev, e->root, se->rel, &r->walk.prev_hint)) ==
+          NULL ||
       p->size == 0 || pc__select_file(&r->sel, se, NULL) != PC__SEL_SOURCE ||
       out_dir_ok(r, e) != 0) /* statted here: unchanged, or failed */
     return 0;
@@ -181,14 +185,14 @@ static int take_unstatted(pc__run_t *r, const pc__entry_t *e,
                   r->roots[e->root].fd, &st, 0, &r->cfg);
   *full = NULL; /* the job owns it now, even when NULL came back */
   if (j == NULL) {
-    r->fatal = -ENOMEM;
+    pc__record_fatal(r, -ENOMEM);
     return 1;
   }
   j->prev = p;
   j->absent = absent_of(r, se);
   if (pair(r, &pg, e->root, se) != 0) {
     pc__job_free(j);
-    r->fatal = -ENOMEM;
+    pc__record_fatal(r, -ENOMEM);
     return 1;
   }
   pairing_give(&pg, j);
@@ -210,7 +214,7 @@ static void take_source(pc__run_t *r, const pc__entry_t *e,
   pc__job_t *j;
 
   if (pair(r, &pg, e->root, se) != 0) {
-    r->fatal = -ENOMEM;
+    pc__record_fatal(r, -ENOMEM);
     return;
   }
   /* No output, and none there to remove as stale: a record is all. */
@@ -229,7 +233,7 @@ static void take_source(pc__run_t *r, const pc__entry_t *e,
                     r->roots[e->root].fd, st, se->link, &r->cfg);
     *full = NULL; /* the job owns it now, even when NULL came back */
     if (j == NULL) {
-      r->fatal = -ENOMEM;
+      pc__record_fatal(r, -ENOMEM);
     } else {
       j->absent = absent;
       j->skip = why;
@@ -299,8 +303,8 @@ static int take_link(pc__run_t *r, const pc__entry_t *e,
   }
   if (S_ISDIR(t.st_mode)) {
     if (r->opts->follow && !pc__select_skip_dir(&r->sel, &t) &&
-        pc__walk_enter(r->walk, e) != 0)
-      r->fatal = -ENOMEM;
+        pc__walk_enter(r->walk.it, e) != 0)
+      pc__record_fatal(r, -ENOMEM);
     return 1;
   }
   *st = t;
@@ -312,7 +316,7 @@ static int take_link(pc__run_t *r, const pc__entry_t *e,
  * them in place. Only this shard's: the filter chain says which.
  */
 static void mirror_reap(pc__run_t *r, const pc__entry_t *e) {
-  const pc__mirror_t *m = &r->mirror;
+  const pc__mirror_t *m = &r->walk.mirror;
   size_t k;
 
   for (k = 0; k < m->ls.n && !r->cfg.dry_run; k++) {
@@ -322,7 +326,7 @@ static void mirror_reap(pc__run_t *r, const pc__entry_t *e) {
     if (!pc__is_temp_name(name))
       continue;
     if ((rel = pc__path_join(e->drel, name)) == NULL) {
-      r->fatal = -ENOMEM;
+      pc__record_fatal(r, -ENOMEM);
       return;
     }
     memset(&se, 0, sizeof(se));
@@ -338,16 +342,19 @@ static void mirror_reap(pc__run_t *r, const pc__entry_t *e) {
 
 /* --output-dir: the mirror of the entry's directory, looked at when the
  * walk moves to another directory. 0, or the code that ends the run (in
- * r->fatal too).
+ * res.fatal too).
  */
 static int mirror_for(pc__run_t *r, const pc__entry_t *e) {
   int looked, err;
 
-  if ((err = pc__mirror_at(&r->mirror, r->cfg.out_fd, e->drel, &looked)) != 0)
-    return r->fatal = err;
-  if (looked && r->mirror.state == PC__MIRROR_OPEN)
+  if ((err = pc__mirror_at(&r->walk.mirror, r->cfg.out_fd, e->drel, &looked)) !=
+      0) {
+    pc__record_fatal(r, err);
+    return err;
+  }
+  if (looked && r->walk.mirror.state == PC__MIRROR_OPEN)
     mirror_reap(r, e);
-  return r->fatal;
+  return r->res.fatal;
 }
 
 /* One entry of the walk. */
@@ -366,7 +373,7 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   if (r->cfg.spec.output_dir != NULL) {
     if (mirror_for(r, e) != 0)
       return;
-    se.outs = &r->mirror.ls;
+    se.outs = &r->walk.mirror.ls;
   }
   v = pc__select_early(&r->sel, &se, e->dtype == DT_REG);
   if (v == PC__SEL_MANIFEST_TEMP && !r->cfg.dry_run)
@@ -376,7 +383,7 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   full = pc__path_join(e->dfull, e->name);
   rel = pc__path_join(e->drel, e->name);
   if (full == NULL || rel == NULL) {
-    r->fatal = -ENOMEM;
+    pc__record_fatal(r, -ENOMEM);
     goto out;
   }
   se.rel = rel;
@@ -384,7 +391,7 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
   if (!pc__select_listed(&r->sel, rel, &listed))
     goto out; /* --files-from names neither it nor a file below it */
   if (e->dtype == DT_REG && listed != SIZE_MAX)
-    r->only_seen[listed] = 1;
+    r->walk.only_seen[listed] = 1;
   if (e->dtype == DT_REG && r->prev != NULL && take_unstatted(r, e, &se, &full))
     goto out;
   if (fstatat(e->dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -394,7 +401,7 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
     goto out;
   }
   if (listed != SIZE_MAX && !S_ISDIR(st.st_mode))
-    r->only_seen[listed] = 1;
+    r->walk.only_seen[listed] = 1;
   else if (listed == SIZE_MAX && r->sel.only != NULL && !S_ISDIR(st.st_mode))
     goto out; /* a file where --files-from names files below a directory */
   if (S_ISLNK(st.st_mode)) {
@@ -402,8 +409,9 @@ static void dispatch(pc__run_t *r, const pc__entry_t *e) {
     if (take_link(r, e, &se, &st, &rel, full))
       goto out;
   } else if (S_ISDIR(st.st_mode)) {
-    if (!pc__select_skip_dir(&r->sel, &st) && pc__walk_enter(r->walk, e) != 0)
-      r->fatal = -ENOMEM;
+    if (!pc__select_skip_dir(&r->sel, &st) &&
+        pc__walk_enter(r->walk.it, e) != 0)
+      pc__record_fatal(r, -ENOMEM);
     goto out;
   }
   take_file(r, e, &se, &st, &full, &rel);
@@ -417,17 +425,22 @@ out:
 static void unlisted(pc__run_t *r) {
   size_t k;
 
-  for (k = 0; k < r->sel.nonly && r->fatal == 0; k++) {
+  for (k = 0; k < r->sel.nonly && r->res.fatal == 0; k++) {
     char *full;
-    if (r->only_seen[k])
+    if (r->walk.only_seen[k])
       continue;
     if ((full = pc__path_join(r->roots[0].dir, r->sel.only[k])) == NULL) {
-      r->fatal = -ENOMEM;
+      pc__record_fatal(r, -ENOMEM);
       return;
     }
     pc__run_error(r, full, -ENOENT);
     free(full);
   }
+}
+
+int pc__dispatch_open(pc__run_t *r, pc__take_fn *take) {
+  r->walk.take = take;
+  return pc__walk_new(&r->walk.it, r->roots, r->nroots, r->opts->follow);
 }
 
 /* Takes up to `budget` entries from the walk (a directory opened counts as
@@ -436,9 +449,9 @@ static void unlisted(pc__run_t *r) {
  * over.
  */
 int pc__dispatch_walk(pc__run_t *r, unsigned budget) {
-  while (budget > 0 && r->fatal == 0) {
+  while (budget > 0 && r->res.fatal == 0) {
     pc__entry_t e;
-    int ret = pc__walk_next(r->walk, &e);
+    int ret = pc__walk_next(r->walk.it, &e);
     budget -= e.opened < budget ? e.opened : budget;
     if (ret == 0 && e.end) {
       unlisted(r);
@@ -448,7 +461,7 @@ int pc__dispatch_walk(pc__run_t *r, unsigned budget) {
       if (e.path != NULL)
         pc__run_error(r, e.path, ret);
       else
-        r->fatal = ret;
+        pc__record_fatal(r, ret);
       continue;
     }
     if (e.name == NULL)
@@ -457,5 +470,5 @@ int pc__dispatch_walk(pc__run_t *r, unsigned budget) {
     if (budget > 0)
       budget--;
   }
-  return r->fatal != 0;
+  return r->res.fatal != 0;
 }

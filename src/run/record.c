@@ -1,15 +1,69 @@
 /* The run's records and totals (run.h): each file's line for the manifest,
  * the counters of the summary, and what the caller is told as it happens
- * (on_file, on_error, on_progress). Loop thread only.
+ * (on_file, on_error, on_progress). Loop thread only. It writes the run's
+ * `res` part (run.h): the others tell it through pc__record_*().
  */
 #include "run/run.h"
+
+#include "store/remote.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 void pc__run_progress(pc__run_t *r) {
   if (r->opts->on_progress != NULL)
-    r->opts->on_progress(r->opts->data, &r->progress);
+    r->opts->on_progress(r->opts->data, &r->res.progress);
+}
+
+void pc__record_fatal(pc__run_t *r, int err) { r->res.fatal = err; }
+
+void pc__record_queued(pc__run_t *r, uint64_t size) {
+  r->res.progress.files_total++;
+  r->res.progress.bytes_total += size;
+}
+
+void pc__record_unqueued(pc__run_t *r, uint64_t size) {
+  r->res.progress.files_total--;
+  r->res.progress.bytes_total -= size;
+}
+
+void pc__record_ran(pc__run_t *r, uint64_t size) {
+  r->res.progress.bytes_done += size;
+}
+
+void pc__record_walked(pc__run_t *r) { r->res.progress.walk_done = 1; }
+
+void pc__record_stopped(pc__run_t *r, int signo) {
+  r->res.totals.signo = signo > 0 ? signo : 0;
+}
+
+/* The remote cache's part of the totals, once what it still had queued
+ * is sent (run.c: pc__remote_finish()). Its first failure's words outlive
+ * the run (precompress.h): one run at a time.
+ */
+static void remote_totals(pc__run_t *r) {
+  static char why[sizeof(((pc__remote_stats_t *)0)->why)];
+  pc__remote_stats_t st;
+
+  pc__remote_stats(r->cfg.remote, &st);
+  r->res.totals.remote.on = 1;
+  r->res.totals.remote.lookups = st.lookups;
+  r->res.totals.remote.hits = st.hits;
+  r->res.totals.remote.stored = st.stored;
+  r->res.totals.remote.rejected = st.rejected;
+  r->res.totals.remote.lost = st.lost;
+  r->res.totals.remote.failed = st.failed;
+  memcpy(why, st.why, sizeof(why));
+  r->res.totals.remote.why = why[0] != '\0' ? why : NULL;
+}
+
+void pc__record_end(pc__run_t *r) {
+  if (r->cfg.remote != NULL)
+    remote_totals(r);
+  r->res.totals.mem_dicts = r->dicts.mem;
+  r->res.totals.mem_limit = r->run.sched.limit;
+  r->res.totals.mem_peak = r->run.sched.peak;
+  r->res.totals.ran_alone = r->run.sched.alone;
 }
 
 /* A record's deltas in the totals: kept ones by format, the changes, and
@@ -58,12 +112,29 @@ static pc_outcome_t outcome_of(const pc__rec_t *rec, int kept,
   return rec->cached ? PC_OUTCOME_CACHED : PC_OUTCOME_COMPRESSED;
 }
 
+/* What a record owns, freed. */
+static void rec_free(pc__rec_t *rec) {
+  if (!rec->borrowed)
+    free(rec->path);
+  free(rec->err_msg);
+  free(rec->deltas);
+  free(rec->dstats);
+}
+
+void pc__record_free(pc__run_t *r) {
+  size_t i;
+
+  for (i = 0; i < r->res.nrecs; i++)
+    rec_free(&r->res.recs[i]);
+  free(r->res.recs);
+}
+
 /* Counts a finished file, keeps its manifest line, tells the caller. Takes
  * ownership of rec->path.
  */
 static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
                    const char *err_path) {
-  pc_totals_t *t = &r->totals;
+  pc_totals_t *t = &r->res.totals;
   pc_outcome_t outcome;
   pc_skip_t skip;
   int f, kept = 0;
@@ -101,7 +172,7 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
     t->deduped += outcome == PC_OUTCOME_COPIED;
     t->cached += outcome == PC_OUTCOME_CACHED;
   }
-  r->progress.files_done++;
+  r->res.progress.files_done++;
 
   if (r->opts->on_file != NULL) {
     pc_file_t file;
@@ -126,19 +197,13 @@ static void record(pc__run_t *r, pc__rec_t *rec, const char *full,
 
   if ((r->opts->manifest == NULL && r->opts->manifest_write == NULL) ||
       r->cfg.dry_run) {
-    if (!rec->borrowed)
-      free(rec->path);
-    free(rec->deltas);
-    return;
+    rec_free(rec);
+  } else if (PC__GROW(r->res.recs, r->res.nrecs, r->res.caprecs, 1024) != 0) {
+    rec_free(rec);
+    r->res.fatal = -ENOMEM;
+  } else {
+    r->res.recs[r->res.nrecs++] = *rec;
   }
-  if (PC__GROW(r->recs, r->nrecs, r->caprecs, 1024) != 0) {
-    if (!rec->borrowed)
-      free(rec->path);
-    free(rec->deltas);
-    r->fatal = -ENOMEM;
-    return;
-  }
-  r->recs[r->nrecs++] = *rec;
 }
 
 /* A file that gets no job (skipped, or failed before it could start).
@@ -163,7 +228,7 @@ void pc__record_skip(pc__run_t *r, uint32_t root, char *rel, const char *full,
       if (r->cfg.spec.formats & PC_FMT_BIT(f))
         rec.out[f].state = PC_OUT_FAILED;
   }
-  r->progress.files_total++;
+  r->res.progress.files_total++;
   record(r, &rec, full, full);
 }
 
@@ -176,8 +241,11 @@ static int unchanged_deltas(const pc__run_t *r, const pc__prev_rec_t *prev,
   const pc__prev_delta_t *ds = pc__prev_deltas(r->prev, prev);
   uint32_t k;
 
-  if ((rec->deltas = calloc(prev->ndeltas, sizeof(*rec->deltas))) == NULL)
+  if ((rec->deltas = calloc(prev->ndeltas, sizeof(*rec->deltas))) == NULL ||
+      (rec->dstats = calloc(prev->ndeltas, sizeof(*rec->dstats))) == NULL) {
+    free(rec->deltas);
     return -ENOMEM;
+  }
   for (k = 0; k < prev->ndeltas; k++) {
     pc_delta_t *x = &rec->deltas[k];
     x->format = (pc_delta_format_t)ds[k].format;
@@ -186,8 +254,8 @@ static int unchanged_deltas(const pc__run_t *r, const pc__prev_rec_t *prev,
     x->from = ds[k].from;
     x->dictionary = pc__prev_dict(r->prev, &ds[k]);
     memcpy(x->sha256, ds[k].sha256, sizeof(x->sha256));
-    x->dict_size = ds[k].dict_size;
-    x->dict_mtime_ns = ds[k].dict_mtime_ns;
+    rec->dstats[k].size = ds[k].dict_size;
+    rec->dstats[k].mtime_ns = ds[k].dict_mtime_ns;
   }
   rec->ndeltas = prev->ndeltas;
   return 0;
@@ -223,10 +291,10 @@ void pc__record_unchanged(pc__run_t *r, uint32_t root, const char *full,
   pc__rec_t rec;
 
   if (prev_line(r, root, prev, &rec) != 0) {
-    r->fatal = -ENOMEM;
+    r->res.fatal = -ENOMEM;
     return;
   }
-  r->progress.files_total++;
+  r->res.progress.files_total++;
   record(r, &rec, full, full);
 }
 
@@ -245,9 +313,9 @@ static int carry_unreached(pc__run_t *r) {
     return 0;
   if ((seen = calloc(n, 1)) == NULL)
     return -ENOMEM;
-  for (k = 0; k < r->nrecs; k++) {
+  for (k = 0; k < r->res.nrecs; k++) {
     const pc__prev_rec_t *p =
-        pc__prev_find(r->prev, r->recs[k].root, r->recs[k].path);
+        pc__prev_find(r->prev, r->res.recs[k].root, r->res.recs[k].path);
     if (p != NULL)
       seen[pc__prev_index(r->prev, p)] = 1;
   }
@@ -257,9 +325,10 @@ static int carry_unreached(pc__run_t *r) {
     if (seen[k])
       continue;
     p = pc__prev_at(r->prev, k, &root);
-    if ((err = PC__GROW(r->recs, r->nrecs, r->caprecs, 1024)) == 0 &&
-        (err = prev_line(r, root, p, &r->recs[r->nrecs])) == 0)
-      r->nrecs++;
+    if ((err = PC__GROW(r->res.recs, r->res.nrecs, r->res.caprecs, 1024)) ==
+            0 &&
+        (err = prev_line(r, root, p, &r->res.recs[r->res.nrecs])) == 0)
+      r->res.nrecs++;
   }
   free(seen);
   return err;
@@ -267,7 +336,7 @@ static int carry_unreached(pc__run_t *r) {
 
 /* An error about no one file (a directory that cannot be read). */
 void pc__run_error(pc__run_t *r, const char *path, int err) {
-  r->totals.errors++;
+  r->res.totals.errors++;
   if (r->opts->on_error != NULL)
     r->opts->on_error(r->opts->data, path, err);
 }
@@ -278,7 +347,7 @@ void pc__record_job(pc__run_t *r, const pc__job_t *j) {
   memset(&rec, 0, sizeof(rec));
   rec.path = pc__strdup(j->fullpath + j->rel_off);
   if (rec.path == NULL) {
-    r->fatal = -ENOMEM;
+    r->res.fatal = -ENOMEM;
     return;
   }
   rec.root = j->root;
@@ -295,12 +364,15 @@ void pc__record_job(pc__run_t *r, const pc__job_t *j) {
   memcpy(rec.out, j->res.out, sizeof(rec.out));
   if (j->res.ndeltas > 0) {
     size_t n = j->res.ndeltas * sizeof(*rec.deltas);
-    if ((rec.deltas = malloc(n)) == NULL) {
+    size_t ns = j->res.ndeltas * sizeof(*rec.dstats);
+    if ((rec.deltas = malloc(n)) == NULL || (rec.dstats = malloc(ns)) == NULL) {
+      free(rec.deltas);
       free(rec.path);
-      r->fatal = -ENOMEM;
+      r->res.fatal = -ENOMEM;
       return;
     }
     memcpy(rec.deltas, j->res.deltas, n);
+    memcpy(rec.dstats, j->res.dstats, ns);
     rec.ndeltas = j->res.ndeltas;
   }
   record(r, &rec, j->fullpath,
@@ -322,9 +394,9 @@ static int write_manifest(pc__run_t *r, const pc__mdest_t *to) {
   d.spec = r->cfg.spec;
   d.labels = labels;
   d.nroots = r->nroots;
-  d.recs = r->recs;
-  d.nrecs = r->nrecs;
-  d.incomplete = r->stopping;
+  d.recs = r->res.recs;
+  d.nrecs = r->res.nrecs;
+  d.incomplete = r->run.stopping;
   d.dicts = r->opts->dict_dirs;
   d.ndicts = r->cfg.deltas != 0 ? r->opts->n_dict_dirs : 0;
   err = pc__manifest_write_doc(&d, to);
@@ -343,7 +415,7 @@ void pc__record_manifest(pc__run_t *r) {
   to.data = opts->data;
   to.checked = &r->man_old;
   to.sync = r->cfg.fsync;
-  if ((r->stopping && (err = carry_unreached(r)) != 0) ||
+  if ((r->run.stopping && (err = carry_unreached(r)) != 0) ||
       (err = write_manifest(r, &to)) != 0)
     pc__run_error(r, opts->manifest, err);
 }

@@ -12,7 +12,8 @@
  *
  * The run's other parts are files of their own (run.h): its setup
  * (setup.c), the walk's entries dispatched (dispatch.c), the records and
- * totals (record.c).
+ * totals (record.c). Of the run's state this file writes the `run` part:
+ * the loop, the schedule, the stop.
  */
 #include "run/run.h"
 
@@ -41,16 +42,24 @@ static uint64_t job_mem(const pc__run_t *r, const pc__job_t *j) {
  * with ENOMEM.
  */
 static void requeue(pc__run_t *r, pc__job_t *j) {
-  if (pc__sched_push(&r->sched, j) != 0) {
+  if (pc__sched_push(&r->run.sched, j) != 0) {
     pc__job_free(j);
-    r->fatal = -ENOMEM;
+    pc__record_fatal(r, -ENOMEM);
   }
+}
+
+/* A file to compress from the walk (dispatch.c's pc__take_fn), into the
+ * scheduler's units. Takes ownership of j.
+ */
+static void take_job(pc__run_t *r, pc__job_t *j) {
+  if (pc__sched_add(&r->run.sched, j) != 0)
+    pc__record_fatal(r, -ENOMEM);
 }
 
 /* Hands the gathered small files on as one unit. */
 static void flush_batch(pc__run_t *r) {
-  if (pc__sched_flush(&r->sched) != 0)
-    r->fatal = -ENOMEM;
+  if (pc__sched_flush(&r->run.sched) != 0)
+    pc__record_fatal(r, -ENOMEM);
 }
 
 static void work_cb(uv_work_t *req) {
@@ -64,9 +73,10 @@ static void schedule(pc__run_t *r);
  * push counted it as a file to compress of its recorded size.
  */
 static void finish_check(pc__run_t *r, pc__job_t *j) {
-  r->progress.bytes_total -= j->prev->size;
+  /* pc__record_unchanged() counts it anew; resized, it is pushed anew. */
+  pc__record_unqueued(r, j->prev->size);
   if (j->res.outcome == PC__CHECK_RESIZED) {
-    r->progress.bytes_total += j->size;
+    pc__record_queued(r, j->size);
     j->res.outcome = PC__CHECK_NONE;
     j->prev = NULL;
     j->unit.weight = j->size;
@@ -74,7 +84,6 @@ static void finish_check(pc__run_t *r, pc__job_t *j) {
     requeue(r, j);
     return;
   }
-  r->progress.files_total--; /* pc__record_unchanged() counts it */
   if (j->res.outcome != PC__CHECK_GONE)
     pc__record_unchanged(r, j->root, j->fullpath, j->prev);
   pc__job_free(j);
@@ -102,11 +111,11 @@ static void finish_job(pc__run_t *r, pc__job_t *j, int status) {
     next = w->next_parked;
     requeue(r, PC__CONTAINER_OF(w, pc__job_t, dd));
   }
-  r->progress.bytes_done += j->size;
-  r->cache_puts += j->res.cache_puts;
+  pc__record_ran(r, j->size);
+  r->run.cache_puts += j->res.cache_puts;
   if (status == UV_ECANCELED || j->res.err == PC_EINTERRUPTED) {
     /* Stopped by a signal before it finished: not a result. */
-    r->progress.files_total--;
+    pc__record_unqueued(r, 0);
     pc__job_free(j);
     return;
   }
@@ -120,9 +129,9 @@ static void after_work_cb(uv_work_t *req, int status) {
   pc__run_t *r = slot->run;
 
   slot->head = NULL;
-  slot->next_free = r->free_slots;
-  r->free_slots = slot;
-  pc__sched_done(&r->sched, j);
+  slot->next_free = r->run.free_slots;
+  r->run.free_slots = slot;
+  pc__sched_done(&r->run.sched, j);
   /* From here on each job stands alone (a parked one is requeued by
    * itself): only the head carried the unit's weight and memory.
    */
@@ -142,20 +151,21 @@ static void after_work_cb(uv_work_t *req, int status) {
 /* Fills the pool with what the scheduler lets start (schedule.h). */
 static void schedule(pc__run_t *r) {
   pc__job_t *j;
-  while (!r->stopping && r->fatal == 0 &&
-         (j = pc__sched_next(&r->sched)) != NULL) {
-    pc__slot_t *slot = r->free_slots; /* one is: fewer than jobs in flight */
+  while (!r->run.stopping && r->res.fatal == 0 &&
+         (j = pc__sched_next(&r->run.sched)) != NULL) {
+    pc__slot_t *slot =
+        r->run.free_slots; /* one is: fewer than jobs in flight */
     int err;
     slot->head = j;
-    err = uv_queue_work(&r->loop, &slot->req, work_cb, after_work_cb);
+    err = uv_queue_work(&r->run.loop, &slot->req, work_cb, after_work_cb);
     if (err != 0) {
-      pc__sched_done(&r->sched, j);
+      pc__sched_done(&r->run.sched, j);
       slot->head = NULL;
       pc__job_free(j);
-      r->fatal = err;
+      pc__record_fatal(r, err);
       return;
     }
-    r->free_slots = slot->next_free;
+    r->run.free_slots = slot->next_free;
   }
 }
 
@@ -163,56 +173,57 @@ static void schedule(pc__run_t *r) {
  * pc_run() returns: a stop during the manifest still counts.
  */
 static void close_handles(pc__run_t *r) {
-  uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer};
+  uv_handle_t *hs[] = {(uv_handle_t *)&r->run.idle,
+                       (uv_handle_t *)&r->run.timer};
   size_t k;
   for (k = 0; k < PC__ARRAY_SIZE(hs); k++)
     if (!uv_is_closing(hs[k]))
       uv_close(hs[k], NULL);
-  uv_stop(&r->loop);
+  uv_stop(&r->run.loop);
 }
 
 /* Ends the loop once nothing is pending, running or left to walk. */
 static void maybe_finish(pc__run_t *r) {
-  if (r->fatal != 0 || r->stopping) {
+  if (r->res.fatal != 0 || r->run.stopping) {
     /* Drop what waits; what runs must still come back. */
-    if (!r->walk_done) {
-      uv_idle_stop(&r->idle);
-      r->walk_done = 1;
+    if (!r->run.walk_done) {
+      uv_idle_stop(&r->run.idle);
+      r->run.walk_done = 1;
     }
-    pc__sched_drop(&r->sched, 0);
+    pc__sched_drop(&r->run.sched, 0);
   }
-  if (r->walk_done && pc__sched_pending(&r->sched) == 0) {
+  if (r->run.walk_done && pc__sched_pending(&r->run.sched) == 0) {
     /* The last files are in flight: the cache's writer takes a free core
      * now rather than the run's end.
      */
-    if (r->cfg.cache != NULL && !r->cache_kicked &&
-        r->sched.in_flight < r->sched.jobs) {
+    if (r->cfg.cache != NULL && !r->run.cache_kicked &&
+        r->run.sched.in_flight < r->run.sched.jobs) {
       pc__store_kick(r->cfg.cache);
-      r->cache_kicked = 1;
+      r->run.cache_kicked = 1;
     }
-    if (r->sched.in_flight == 0)
+    if (r->run.sched.in_flight == 0)
       close_handles(r);
   }
 }
 
 static void on_idle(uv_idle_t *h) {
-  pc__run_t *r = PC__CONTAINER_OF(h, pc__run_t, idle);
+  pc__run_t *r = PC__CONTAINER_OF(h, pc__run_t, run.idle);
   if (pc__dispatch_walk(r, WALK_BUDGET)) {
-    uv_idle_stop(&r->idle);
-    r->walk_done = 1;
-    r->progress.walk_done = 1;
+    uv_idle_stop(&r->run.idle);
+    r->run.walk_done = 1;
+    pc__record_walked(r);
     flush_batch(r);
     pc__run_progress(r);
   }
   /* A worker would idle: hand on what is gathered rather than wait. */
-  if (pc__sched_idle(&r->sched))
+  if (pc__sched_idle(&r->run.sched))
     flush_batch(r);
   schedule(r);
   maybe_finish(r);
 }
 
 static void on_timer(uv_timer_t *h) {
-  pc__run_progress(PC__CONTAINER_OF(h, pc__run_t, timer));
+  pc__run_progress(PC__CONTAINER_OF(h, pc__run_t, run.timer));
 }
 
 /* The run in progress, for pc_stop(): at most one (pc_run() in
@@ -239,22 +250,22 @@ void pc_stop(int signo) {
     /* The first request names the signal; workers see the flag at their
      * next slice without waiting for the loop.
      */
-    atomic_compare_exchange_strong(&r->stop_signo, &none,
+    atomic_compare_exchange_strong(&r->run.stop_signo, &none,
                                    signo > 0 ? signo : -1);
-    atomic_store(&r->cfg.stop, 1);
-    if (atomic_load(&r->stop_on))
-      uv_async_send(&r->stop_async);
+    atomic_store(&r->run.stop, 1);
+    if (atomic_load(&r->run.stop_on))
+      uv_async_send(&r->run.stop_async);
   }
   atomic_fetch_sub(&stoppers, 1);
 }
 
 /* The loop's side of pc_stop(): what a signal did when the run caught it. */
 static void on_stop(uv_async_t *h) {
-  pc__run_t *r = PC__CONTAINER_OF(h, pc__run_t, stop_async);
-  int signo = atomic_load(&r->stop_signo);
-  if (signo != 0 && !r->stopping) {
-    r->stopping = 1;
-    r->totals.signo = signo > 0 ? signo : 0;
+  pc__run_t *r = PC__CONTAINER_OF(h, pc__run_t, run.stop_async);
+  int signo = atomic_load(&r->run.stop_signo);
+  if (signo != 0 && !r->run.stopping) {
+    r->run.stopping = 1;
+    pc__record_stopped(r, signo);
   }
   maybe_finish(r);
 }
@@ -263,14 +274,15 @@ static void on_stop(uv_async_t *h) {
  * run is no longer `active` and no pc_stop() is still at the stop handle.
  */
 static void release_handles(pc__run_t *r) {
-  uv_handle_t *hs[] = {(uv_handle_t *)&r->idle, (uv_handle_t *)&r->timer,
-                       (uv_handle_t *)&r->stop_async};
+  uv_handle_t *hs[] = {(uv_handle_t *)&r->run.idle,
+                       (uv_handle_t *)&r->run.timer,
+                       (uv_handle_t *)&r->run.stop_async};
   size_t k;
 
   for (k = 0; k < PC__ARRAY_SIZE(hs); k++)
     if (!uv_is_closing(hs[k]))
       uv_close(hs[k], NULL);
-  uv_run(&r->loop, UV_RUN_DEFAULT);
+  uv_run(&r->run.loop, UV_RUN_DEFAULT);
 }
 
 /* libuv sizes its pool once, at first use, from UV_THREADPOOL_SIZE. */
@@ -289,52 +301,30 @@ static int walk_and_dispatch(pc__run_t *r, int *loop_open) {
   int err;
 
   size_pool(r->jobs);
-  if ((err = uv_loop_init(&r->loop)) != 0)
+  if ((err = uv_loop_init(&r->run.loop)) != 0)
     return err;
-  uv_idle_init(&r->loop, &r->idle);
-  uv_timer_init(&r->loop, &r->timer);
-  uv_async_init(&r->loop, &r->stop_async, on_stop);
+  uv_idle_init(&r->run.loop, &r->run.idle);
+  uv_timer_init(&r->run.loop, &r->run.timer);
+  uv_async_init(&r->run.loop, &r->run.stop_async, on_stop);
   *loop_open = 1;
   /* A request made before the handle was open is acted on now. */
-  atomic_store(&r->stop_on, 1);
-  if (atomic_load(&r->stop_signo) != 0)
-    uv_async_send(&r->stop_async);
+  atomic_store(&r->run.stop_on, 1);
+  if (atomic_load(&r->run.stop_signo) != 0)
+    uv_async_send(&r->run.stop_async);
   if (r->opts->on_progress != NULL)
-    uv_timer_start(&r->timer, on_timer, PROGRESS_MS, PROGRESS_MS);
+    uv_timer_start(&r->run.timer, on_timer, PROGRESS_MS, PROGRESS_MS);
 
-  if ((err = pc__walk_new(&r->walk, r->roots, r->nroots, r->opts->follow)) !=
-      0) {
-    r->fatal = err;
-    r->walk_done = 1;
+  if ((err = pc__dispatch_open(r, take_job)) != 0) {
+    pc__record_fatal(r, err);
+    r->run.walk_done = 1;
     close_handles(r);
   } else {
-    uv_idle_start(&r->idle, on_idle);
+    uv_idle_start(&r->run.idle, on_idle);
   }
-  uv_run(&r->loop, UV_RUN_DEFAULT);
-  if (r->fatal != 0)
-    return r->fatal;
-  return r->stopping ? PC_EINTERRUPTED : 0;
-}
-
-/* The remote cache's part of the totals, once what it still had queued
- * is sent (within its bound). Its first failure's words outlive the run
- * (precompress.h): one run at a time.
- */
-static void remote_totals(pc__run_t *r) {
-  static char why[sizeof(((pc__remote_stats_t *)0)->why)];
-  pc__remote_stats_t st;
-
-  pc__remote_finish(r->cfg.remote);
-  pc__remote_stats(r->cfg.remote, &st);
-  r->totals.remote.on = 1;
-  r->totals.remote.lookups = st.lookups;
-  r->totals.remote.hits = st.hits;
-  r->totals.remote.stored = st.stored;
-  r->totals.remote.rejected = st.rejected;
-  r->totals.remote.lost = st.lost;
-  r->totals.remote.failed = st.failed;
-  memcpy(why, st.why, sizeof(why));
-  r->totals.remote.why = why[0] != '\0' ? why : NULL;
+  uv_run(&r->run.loop, UV_RUN_DEFAULT);
+  if (r->res.fatal != 0)
+    return r->res.fatal;
+  return r->run.stopping ? PC_EINTERRUPTED : 0;
 }
 
 /* After the loop: the manifest, the cache's trim, the totals. `err` is the
@@ -343,7 +333,7 @@ static void remote_totals(pc__run_t *r) {
 static int finish_run(pc__run_t *r, int err, pc_totals_t *totals) {
   const pc_options_t *opts = r->opts;
 
-  r->progress.walk_done = 1;
+  pc__record_walked(r);
   pc__run_progress(r);
   if ((err == 0 || err == PC_EINTERRUPTED) &&
       (opts->manifest != NULL || opts->manifest_write != NULL) &&
@@ -353,8 +343,8 @@ static int finish_run(pc__run_t *r, int err, pc_totals_t *totals) {
      * a manifest sent to a closed pipe) counts like any other: its
      * callback runs now.
      */
-    uv_run(&r->loop, UV_RUN_NOWAIT);
-    if (err == 0 && r->stopping)
+    uv_run(&r->run.loop, UV_RUN_NOWAIT);
+    if (err == 0 && r->run.stopping)
       err = PC_EINTERRUPTED;
   }
   /* Only a run that stored entries can have grown the cache past its
@@ -362,18 +352,17 @@ static int finish_run(pc__run_t *r, int err, pc_totals_t *totals) {
    * 100,000 entries is most of a second run's time.
    */
   if (r->cfg.cache != NULL && opts->cache_max_size > 0 && !opts->dry_run &&
-      r->cache_puts > 0 && !r->stopping) {
+      r->run.cache_puts > 0 && !r->run.stopping) {
     int terr = pc__store_trim(r->cfg.cache, opts->cache_max_size);
     if (terr != 0)
       pc__run_error(r, opts->cache_dir, terr);
   }
+  /* What the remote cache still had queued is sent (within its bound). */
   if (r->cfg.remote != NULL)
-    remote_totals(r);
-  r->totals.mem_limit = r->sched.limit;
-  r->totals.mem_peak = r->sched.peak;
-  r->totals.ran_alone = r->sched.alone;
+    pc__remote_finish(r->cfg.remote);
+  pc__record_end(r);
   if (totals != NULL)
-    *totals = r->totals;
+    *totals = r->res.totals;
   return err;
 }
 
@@ -407,7 +396,7 @@ static int run_full(const pc_options_t *opts, pc_totals_t *totals) {
     sched_yield(); /* a pc_stop() on another thread, a few instructions */
   if (loop_open) {
     release_handles(r);
-    uv_loop_close(&r->loop);
+    uv_loop_close(&r->run.loop);
   }
   pc__setup_free(r);
   free(r);

@@ -2,7 +2,8 @@
  * workers' side (how many, the pool's slots, the scheduler, dedupe), and
  * what the walk meets (the filter chain, the roots, --output-dir, the
  * manifest and the earlier one's records, the cache). Loop thread, before
- * the loop starts and after it ends.
+ * the loop starts and after it ends: the configuration is this file's
+ * alone, and each other part (run.h) is set up and freed here.
  */
 #include "run/run.h"
 
@@ -253,7 +254,7 @@ static int open_cache(pc__run_t *r) {
   int err;
 
   if ((err = pc__store_open(&c, r->opts->cache_dir, r->opts->dry_run,
-                            cache_budget(r->sched.limit))) == PC_EUNSAFE)
+                            cache_budget(r->run.sched.limit))) == PC_EUNSAFE)
     return err;
   if (err != 0) {
     /* A cache that cannot be made is no reason not to compress; one a dry
@@ -296,7 +297,7 @@ static int open_remote(pc__run_t *r) {
   /* A dry run changes nothing, on the server either. */
   rc.read_only = o->cache_url_read_only || o->dry_run;
   rc.timeout_s = o->cache_url_timeout;
-  rc.budget = cache_budget(r->sched.limit);
+  rc.budget = cache_budget(r->run.sched.limit);
   return pc__remote_open(&r->cfg.remote, &rc);
 }
 
@@ -363,22 +364,15 @@ static int open_output_dir(pc__run_t *r) {
 
 void pc__setup_free(pc__run_t *r) {
   uint32_t k;
-  size_t i;
 
-  pc__walk_free(r->walk);
-  pc__mirror_free(&r->mirror);
-  pc__relset_free(&r->rels);
+  pc__walk_free(r->walk.it);
+  pc__mirror_free(&r->walk.mirror);
+  pc__relset_free(&r->walk.rels);
   if (r->cfg.out_fd >= 0)
     close(r->cfg.out_fd);
-  pc__sched_drop(&r->sched, 1);
-  free(r->slots);
-  for (i = 0; i < r->nrecs; i++) {
-    if (!r->recs[i].borrowed)
-      free(r->recs[i].path);
-    free(r->recs[i].err_msg);
-    free(r->recs[i].deltas);
-  }
-  free(r->recs);
+  pc__sched_drop(&r->run.sched, 1);
+  free(r->run.slots);
+  pc__record_free(r);
   for (k = 0; k < r->nroots; k++) {
     if (r->roots[k].fd >= 0 && !r->roots[k].fd_shared)
       close(r->roots[k].fd);
@@ -388,7 +382,7 @@ void pc__setup_free(pc__run_t *r) {
   }
   free(r->roots);
   pc__select_free(&r->sel);
-  free(r->only_seen);
+  free(r->walk.only_seen);
   pc__prev_free(r->prev);
   pc__dictset_free(&r->dicts);
   pc__dedup_free(r->cfg.dedup);
@@ -422,10 +416,11 @@ void pc__setup_init(pc__run_t *r, const pc_options_t *opts) {
   if (r->cfg.deltas == 0)
     r->cfg.spec.n_dict_dirs = 0;
   r->cfg.dicts = &r->dicts;
-  r->mirror = (pc__mirror_t)PC__MIRROR_INIT;
-  atomic_init(&r->cfg.stop, 0);
-  atomic_init(&r->stop_signo, 0);
-  atomic_init(&r->stop_on, 0);
+  r->walk.mirror = (pc__mirror_t)PC__MIRROR_INIT;
+  atomic_init(&r->run.stop, 0);
+  r->cfg.stop = &r->run.stop;
+  atomic_init(&r->run.stop_signo, 0);
+  atomic_init(&r->run.stop_on, 0);
 }
 
 /* The workers' side of the run: how many (the process's limits), the
@@ -446,19 +441,19 @@ int pc__setup_workers(pc__run_t *r) {
   r->cfg.jobs = r->jobs;
   if ((err = pc__spares_new(&r->cfg.spares, r->jobs, opts->level[PC_GZ])) != 0)
     return err;
-  if ((r->slots = calloc(r->jobs, sizeof(*r->slots))) == NULL)
+  if ((r->run.slots = calloc(r->jobs, sizeof(*r->run.slots))) == NULL)
     return -ENOMEM;
   for (k = r->jobs; k > 0; k--) {
-    r->slots[k - 1].run = r;
-    r->slots[k - 1].next_free = r->free_slots;
-    r->free_slots = &r->slots[k - 1];
+    r->run.slots[k - 1].run = r;
+    r->run.slots[k - 1].next_free = r->run.free_slots;
+    r->run.free_slots = &r->run.slots[k - 1];
   }
   if (limit == 0) {
     pc_memlimit_t m;
     pc_default_memory_limit(&m);
     limit = m.limit;
   }
-  pc__sched_init(&r->sched, r->jobs, limit);
+  pc__sched_init(&r->run.sched, r->jobs, limit);
   pc__dedup_budget(r->cfg.dedup, limit);
   /* Deltas are small: a sixteenth of the memory limit, at most 64 MiB. */
   if (r->cfg.deltas != 0 &&
@@ -490,7 +485,7 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
   if ((err = pc__select_init(&r->sel, opts, skip, nskip)) != 0)
     return err;
   if (r->sel.only != NULL &&
-      (r->only_seen = calloc(r->sel.nonly + 1, 1)) == NULL)
+      (r->walk.only_seen = calloc(r->sel.nonly + 1, 1)) == NULL)
     return -ENOMEM;
   if ((err = make_roots(r)) != 0) {
     if (err == -ENOTDIR && totals != NULL)
@@ -513,13 +508,13 @@ int pc__setup_inputs(pc__run_t *r, pc_totals_t *totals) {
    */
   if (r->cfg.deltas != 0 &&
       (err = pc__dictset_open(&r->dicts, opts, r->roots, r->nroots,
-                              r->sched.limit / 4, dict_error, r, &bad)) != 0) {
+                              r->run.sched.limit / 4, dict_error, r, &bad)) !=
+          0) {
     if (totals != NULL && bad < opts->n_dict_dirs)
       totals->err_path = opts->dict_dirs[bad];
     return err;
   }
-  pc__sched_hold(&r->sched, r->dicts.mem);
-  r->totals.mem_dicts = r->dicts.mem;
+  pc__sched_hold(&r->run.sched, r->dicts.mem);
   if (opts->cache_dir != NULL && (err = open_cache(r)) != 0) {
     if (totals != NULL)
       totals->err_path = opts->cache_dir;

@@ -385,8 +385,8 @@ static int against_read(pc__work_t *w, unsigned d, const pc__dictfile_t *p,
         add(j, (int)k, d, p, h)->skip = PC_DSKIP_SAME;
   }
   for (; first < j->res.ndeltas; first++) {
-    j->res.deltas[first].dict_size = (uint64_t)st->st_size;
-    j->res.deltas[first].dict_mtime_ns = pc__ns(st->st_mtim);
+    j->res.dstats[first].size = (uint64_t)st->st_size;
+    j->res.dstats[first].mtime_ns = pc__ns(st->st_mtim);
   }
   return err;
 }
@@ -404,14 +404,17 @@ int pc__deltas_make(pc__work_t *w) {
    * an earlier pass recorded goes.
    */
   free(j->res.deltas);
+  free(j->res.dstats);
   j->res.deltas = NULL;
+  j->res.dstats = NULL;
   j->res.ndeltas = 0;
   for (d = 0; d < PC_DICT_DIRS_MAX && j->preds[d] == NULL; d++)
     ;
   if (d == PC_DICT_DIRS_MAX || j->cfg->deltas == 0 || j->size == 0)
     return 0;
   if ((w->dw = calloc(1, sizeof(*w->dw))) == NULL ||
-      (j->res.deltas = calloc(MAX_DELTAS, sizeof(*j->res.deltas))) == NULL)
+      (j->res.deltas = calloc(MAX_DELTAS, sizeof(*j->res.deltas))) == NULL ||
+      (j->res.dstats = calloc(MAX_DELTAS, sizeof(*j->res.dstats))) == NULL)
     return pc__job_failed(j, -ENOMEM, NULL);
   /* What the listing says first: a predecessor it refuses is not opened,
    * and without one to read the source is not read again either.
@@ -539,23 +542,38 @@ static int kept_name(const pc__job_t *j, const char *name) {
   return 0;
 }
 
+/* Room for `more` deltas past res.ndeltas, their dstats zero (nothing
+ * read). 0 or -ENOMEM.
+ */
+static int grow(pc__job_t *j, unsigned more) {
+  size_t n = (size_t)j->res.ndeltas + more;
+  pc_delta_t *d;
+  pc__dstat_t *s;
+
+  if ((d = realloc(j->res.deltas, n * sizeof(*d))) == NULL)
+    return -ENOMEM;
+  j->res.deltas = d;
+  if ((s = realloc(j->res.dstats, n * sizeof(*s))) == NULL)
+    return -ENOMEM;
+  j->res.dstats = s;
+  memset(s + j->res.ndeltas, 0, more * sizeof(*s));
+  return 0;
+}
+
 /* Removes the old delta outputs not kept, each recorded as removed. */
 static void remove_stale(pc__work_t *w) {
   pc__job_t *j = w->j;
   unsigned nold = 0;
   char **n;
-  pc_delta_t *grown;
 
   for (n = j->old_deltas; n != NULL && *n != NULL; n++)
     nold++;
   if (nold == 0 || w->odir.fd < 0)
     return;
-  if ((grown = realloc(j->res.deltas,
-                       (j->res.ndeltas + nold) * sizeof(*grown))) == NULL) {
+  if (grow(j, nold) != 0) {
     pc__job_fail(j, -ENOMEM, NULL);
     return;
   }
-  j->res.deltas = grown;
   for (n = j->old_deltas; *n != NULL; n++) {
     size_t base;
     pc_delta_t *x;

@@ -31,6 +31,7 @@ void pc__job_free(pc__job_t *j) {
     free(j->fullpath);
     free(j->res.err_path);
     free(j->res.deltas);
+    free(j->res.dstats);
     if (j->old_deltas != NULL) {
       char **n;
       for (n = j->old_deltas; *n != NULL; n++)

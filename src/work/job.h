@@ -6,6 +6,7 @@
 #define PC_JOB_H
 
 #include "common/common.h"
+#include "manifest/manifest.h"
 #include "manifest/spec.h"
 
 #include <stdatomic.h>
@@ -20,8 +21,8 @@ typedef struct pc__cfg {
   int man_known; /* the manifest exists: never an input (dev, ino) */
   dev_t man_dev;
   ino_t man_ino;
-  unsigned jobs;   /* threads for zstd's own multi-threading of big files */
-  atomic_int stop; /* set by the loop thread on SIGINT/SIGTERM */
+  unsigned jobs;    /* threads for zstd's own multi-threading of big files */
+  atomic_int *stop; /* the run's (run.h): set by pc_stop() on SIGINT/SIGTERM */
   struct pc__dedup *dedup;   /* shared, with its own lock; NULL: no dedupe */
   struct pc__spares *spares; /* shared, with its own lock: codec states
                                 kept between files, freed with the run */
@@ -75,20 +76,22 @@ typedef struct pc__dedup_ref {
 } pc__dedup_ref_t;
 
 /* What the job found out and did: written by its worker while it runs,
- * read by the loop thread once it is back.
+ * read by the loop thread once it is back. (The order packs the ints in
+ * pairs: a pending job's size is docs/memory.md's.)
  */
 typedef struct pc__result {
   int err;
+  int outcome;    /* PC__CHECK_*: what the incremental check found */
   char *err_path; /* owned; NULL means fullpath */
   pc_output_t out[PC_NFORMATS];
-  int outcome;              /* PC__CHECK_*: what the incremental check found */
   int copied;               /* outputs copied from an identical file */
   int cached;               /* every format's result came from the cache */
   unsigned cache_puts;      /* entries it stored in the cache */
   unsigned remote_hits;     /* formats taken from the remote cache */
   unsigned remote_rejected; /* formats whose remote entry was rejected */
+  unsigned ndeltas;         /* entries of deltas and of dstats */
   pc_delta_t *deltas;       /* owned: one per format and distinct dictionary */
-  unsigned ndeltas;
+  pc__dstat_t *dstats;      /* owned: deltas[k]'s predecessor as read */
 } pc__result_t;
 
 /* One file to compress. A job waits in the run's heap from the walk until

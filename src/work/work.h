@@ -152,8 +152,7 @@ static inline int pc__job_failed(pc__job_t *j, int err, const char *path) {
 }
 
 static inline int pc__job_stopping(const pc__job_t *j) {
-  return atomic_load_explicit(&((pc__cfg_t *)j->cfg)->stop,
-                              memory_order_relaxed);
+  return atomic_load_explicit(j->cfg->stop, memory_order_relaxed);
 }
 
 #endif /* PC_WORK_H */
