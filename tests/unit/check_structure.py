@@ -66,16 +66,24 @@ LAYERS = ["common", "fs", "codec", "store", "walk", "manifest", "serverconf", "w
 BESIDE = {"cli"}
 
 
-def symbols(nm, obj):
-    out = subprocess.run([nm, obj], capture_output=True, text=True, check=True).stdout
-    defined, undefined = set(), set()
+def symbols(nm, objs):
+    """{object: (defined, undefined)} for the objects, read by one nm (which heads each
+    object's list with "OBJECT:" when given several)."""
+    if not objs:
+        return {}
+    out = subprocess.run([nm] + list(objs), capture_output=True, text=True, check=True).stdout
+    res = {o: (set(), set()) for o in objs}
+    cur = res[objs[0]] if len(objs) == 1 else None
     for line in out.splitlines():
+        if line.endswith(":") and line[:-1] in res:
+            cur = res[line[:-1]]
+            continue
         parts = line.split()
         if len(parts) == 3 and parts[1] in "TDBRCV":
-            defined.add(parts[2])
+            cur[0].add(parts[2])
         elif len(parts) == 2 and parts[0] == "U":
-            undefined.add(parts[1])
-    return defined, undefined
+            cur[1].add(parts[1])
+    return res
 
 
 def file_deps(nm, objdir, srcdir):
@@ -85,9 +93,9 @@ def file_deps(nm, objdir, srcdir):
     objs = sorted(glob.glob(os.path.join(objdir, "*.o")))
     source = {rel.replace("/", "_") + ".o": rel for rel in sources(srcdir) if rel.endswith(".c")}
     defs, undefs = {}, {}
-    for o in objs:
+    for o, (d, u) in symbols(nm, objs).items():
         name = source.get(os.path.basename(o), os.path.basename(o))
-        defs[name], undefs[name] = symbols(nm, o)
+        defs[name], undefs[name] = d, u
     owner = {s: f for f, d in defs.items() for s in d}
     deps = collections.defaultdict(set)
     for f, u in undefs.items():
@@ -266,7 +274,7 @@ def engine_rule(undefined):
 
 def program_symbols(nm, progdir):
     objs = sorted(glob.glob(os.path.join(progdir, "*.o")))
-    return {os.path.basename(o): symbols(nm, o)[1] for o in objs}
+    return {os.path.basename(o): du[1] for o, du in symbols(nm, objs).items()}
 
 
 def self_test():
