@@ -22,6 +22,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,8 +78,38 @@ def gz_oracle(data):
     return _memo("gz", data, make)
 
 
+# The levels of run()'s compressing runs and of br_oracle(): the defaults (brotli 11, zstd 19)
+# unless the module calls fast_levels().
+_BROTLI_QUALITY = 11
+_ZSTD_LEVEL = None
+
+
+def fast_levels(quality=5, zstd_level=None):
+    """For a module whose tests are about something other than the outputs' bytes (placement,
+    manifests, signals, shards): run() passes --brotli-quality quality (and --zstd-level
+    zstd_level, also the .dcz deltas' level, when given) unless its arguments name one, and
+    br_oracle() compresses at that quality. The program and Python's brotli module use the same
+    libbrotli, so the bytes still compare exactly; whitenoise's byte identity (quality 11) keeps
+    its own tests at the default levels."""
+    global _BROTLI_QUALITY, _ZSTD_LEVEL
+    _BROTLI_QUALITY, _ZSTD_LEVEL = quality, zstd_level
+
+
+def _with_levels(args):
+    """args with fast_levels()'s options first, for a compressing run that names none."""
+    if args[:1] in (["merge-manifests"], ["server-config"]):
+        return args
+    named = {os.fsdecode(a) for a in args}
+    pre = []
+    if _BROTLI_QUALITY != 11 and "--brotli-quality" not in named:
+        pre += ["--brotli-quality", str(_BROTLI_QUALITY)]
+    if _ZSTD_LEVEL is not None and "--zstd-level" not in named:
+        pre += ["--zstd-level", str(_ZSTD_LEVEL)]
+    return pre + args
+
+
 def br_oracle(data):
-    return _memo("br", data, brotli.compress)
+    return _memo("br%d" % _BROTLI_QUALITY, data, lambda d: brotli.compress(d, quality=_BROTLI_QUALITY))
 
 
 ORACLE = {"gz": gz_oracle, "br": br_oracle}
@@ -105,18 +136,30 @@ def decode(fmt, path):
     raise ValueError(fmt)
 
 
+_WORDS_MEMO = {}
+
+
 def words_data(size, seed=1234):
-    """Compressible but not trivial text: pseudo-random words from a seeded PRNG."""
+    """Compressible but not trivial text: pseudo-random words from a seeded PRNG (random.choice's
+    and randint's draws, made through _randbelow as they make them). Texts up to 1 MiB are kept
+    by (size, seed): a module's tests make the same trees again and again."""
+    key = (size, seed)
+    if key in _WORDS_MEMO:
+        return _WORDS_MEMO[key]
     r = random.Random(seed)
+    below = r._randbelow
     letters = "abcdefghijklmnopqrstuvwxyz"
-    vocab = ["".join(r.choice(letters) for _ in range(r.randint(2, 11))) for _ in range(6000)]
+    vocab = ["".join([letters[below(26)] for _ in range(2 + below(10))]) for _ in range(6000)]
     parts = []
     n = 0
     while n < size:
-        line = " ".join(r.choice(vocab) for _ in range(r.randint(4, 16))) + ".\n"
+        line = " ".join([vocab[below(6000)] for _ in range(4 + below(13))]) + ".\n"
         parts.append(line)
         n += len(line)
-    return "".join(parts).encode()[:size]
+    data = "".join(parts).encode()[:size]
+    if size <= 1 << 20:
+        _WORDS_MEMO[key] = data
+    return data
 
 
 def copy_program(dst):
@@ -461,7 +504,10 @@ def child_env(cache=True):
 
 def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, program=None, stdin=None):
     """The program with args; stdin: bytes for its standard input (else none)."""
-    cmd = [program or PROGRAM] + [a if isinstance(a, (bytes, str)) else str(a) for a in args]
+    args = [a if isinstance(a, (bytes, str)) else str(a) for a in args]
+    if program is None:
+        args = _with_levels(args)
+    cmd = [program or PROGRAM] + args
     if as_nobody:
         cmd = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"] + cmd
     pre = None
@@ -748,6 +794,13 @@ def in_root(root, script, env=None, timeout=900, user=None):
                           stdin=subprocess.DEVNULL, timeout=timeout, text=True, errors="replace")
 
 
+def full_only(why):
+    """A test case the default setup (`meson test`) leaves to `--setup full`, which sets
+    PC_FULL=1: it takes seconds where its module's others take a fraction of one, and the
+    module keeps a fast test of the same behaviour. `why` says what makes it long."""
+    return unittest.skipUnless(os.environ.get("PC_FULL") == "1", "left to --setup full: " + why)
+
+
 def require_program():
     if not PROGRAM:
         print("PRECOMPRESS is not set: run through `meson test` or set PRECOMPRESS=path/to/precompress")
@@ -760,13 +813,34 @@ def require_program():
         sys.exit(1)
 
 
+class _TimedResult(unittest.TextTestResult):
+    """Each test's wall time, kept for PC_TEST_DURATIONS=N (the slowest N are printed)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.durations = []
+        self._started = 0.0
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        self.durations.append((time.monotonic() - self._started, test.id()))
+
+
 def main():
     require_program()
     mod = sys.modules["__main__"]
     suite = unittest.TestLoader().loadTestsFromModule(mod)
     if len(sys.argv) > 1:  # run selected tests: script.py TestClass.test_name ...
         suite = unittest.TestLoader().loadTestsFromNames(sys.argv[1:], mod)
-    res = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    res = unittest.TextTestRunner(verbosity=2, stream=sys.stdout,
+                                  resultclass=_TimedResult).run(suite)
+    slowest = int(os.environ.get("PC_TEST_DURATIONS") or 0)
+    for secs, name in sorted(res.durations, reverse=True)[:slowest]:
+        print("%7.2f s  %s" % (secs, name))
     def tid(t):  # a failed subTest counts against its test method once
         return getattr(t, "test_case", t).id()
 

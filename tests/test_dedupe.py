@@ -15,12 +15,15 @@ import shutil
 import stat
 from collections import defaultdict
 
-from pctest import (SITE, PCTestCase, classify, decode, expected_outputs, fsb, gz_oracle, have_zstd_build,
+from pctest import (fast_levels, full_only, SITE, PCTestCase, classify, decode, expected_outputs, fsb, gz_oracle, have_zstd_build,
                     kinds, listing, load_manifest, main, manifest_by_path, read, run, source_snapshot,
                     walk_all, words_data)
 
 # These runs are about the tree and the manifest alone: no content cache from the environment.
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels()
 
 TWIN = "static/js/app.js"
 TWIN_HASHED = "static/js/app.3f2a1b9c8d7e.js"
@@ -247,6 +250,7 @@ class Duplicates(Base):
                 self.assertEqual(r.summary()["deduped"], 5 + 2)
                 self.assertTreeMatchesOracle(root, before, cls)
 
+    @full_only("450 files, three runs, each checked against the oracle")
     def test_many_small_copies_in_units_of_one_directory(self):
         # Small files travel in units of one directory (one worker runs them in turn): a leader
         # and its copies in one unit, in two units of one directory, and in other directories.

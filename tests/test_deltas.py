@@ -16,7 +16,10 @@ import random
 import shutil
 import subprocess
 
-from pctest import PCTestCase, main, make_world_accessible, read, run, store_rows, write
+from pctest import fast_levels, PCTestCase, main, make_world_accessible, read, run, store_rows, write
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels(zstd_level=3)
 
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 

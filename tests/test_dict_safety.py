@@ -40,7 +40,10 @@ import tempfile
 import threading
 import time
 
-from pctest import NOBODY, PROGRAM, PCTestCase, child_env, main, read, run, sanitized_build, write
+from pctest import fast_levels, full_only, NOBODY, PROGRAM, PCTestCase, child_env, main, read, run, sanitized_build, write
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels()
 
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 
@@ -383,6 +386,7 @@ class DictSafety(PCTestCase):
 
     # --- 3. a hostile release: predecessors far larger than their files -------------
 
+    @full_only("a 64 MiB dictionary through hard links")
     def test_hard_links_to_one_large_file(self):
         big = self.path("big.bin")
         write(big, os.urandom(64 << 20))
@@ -434,6 +438,7 @@ class DictSafety(PCTestCase):
 
     # --- 4. predecessors grown after the listing -------------------------------------
 
+    @full_only("1,000 dictionaries")
     def test_grown_after_listing(self):
         self.need_time()
         r1 = self.dir_of("r1", uid=NOBODY, gid=NOBODY)
@@ -467,6 +472,7 @@ class DictSafety(PCTestCase):
 
     # --- 5. Django's staticfiles.json, hostile and real ------------------------------
 
+    @full_only("a 64 MiB staticfiles.json")
     def test_large_django_manifest(self):
         self.need_time()
         r1, r2 = self.dir_of("r1"), self.dir_of("r2")

@@ -11,7 +11,10 @@ import re
 import shutil
 import subprocess
 
-from pctest import PCTestCase, PROGRAM, gz_oracle, main
+from pctest import fast_levels, PCTestCase, PROGRAM, gz_oracle, main
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels()
 
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 

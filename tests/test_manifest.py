@@ -14,7 +14,7 @@ import random
 import re
 import time
 
-from pctest import (PCTestCase, REASONS, classify, entry_rel, load_json_strict, load_manifest, main,
+from pctest import (full_only, PCTestCase, REASONS, classify, entry_rel, load_json_strict, load_manifest, main,
                     manifest_by_path, manifest_counts, run, walk_all, words_data)
 
 TEXT = b"some compressible text, repeated to make it worth it. " * 30
@@ -192,21 +192,24 @@ class Summary(PCTestCase):
         for i in range(2):
             with open(os.path.join(root, "part%d.txt" % i), "wb") as f:
                 f.write(words_data(1024 * 1024, seed=i))
-        bar = run(["--progress", "always", root])
+        # Brotli 9: long enough for frames (one each 100 ms), not the bytes' point.
+        fast = ["--brotli-quality", "9"]
+        bar = run(fast + ["--progress", "always", root])
         self.assertEqual(bar.rc, 0, bar)
         self.assertIn("\r", bar.err, "--progress always drew no bar")
         self.assertTrue(bar.err.endswith("\n"))
         for mode in ("never", "auto"):  # auto: stderr is a pipe here, so no bar
-            r = run(["--progress", mode, root])
+            r = run(fast + ["--progress", mode, root])
             self.assertEqual(r.rc, 0, r)
             self.assertNotIn("\r", r.err, "--progress %s drew a bar on a pipe" % mode)
             self.assertEqual(len(r.err_lines), 1, r)
         # the bar cleared, the summary line is left: the same as without a bar (but its time)
         self.assertEqual(len(bar.err_lines), 1, bar)
         self.assertEqual(bar.err_lines[0].rsplit("; ", 1)[0], r.err_lines[0].rsplit("; ", 1)[0], bar)
-        r = run(["-q", "--progress", "auto", root])
+        r = run(fast + ["-q", "--progress", "auto", root])
         self.assertEqual(r.err, "")
 
+    @full_only("more than a second of brotli 11, one file at a time")
     def test_progress_eta_waits(self):
         """No time left is shown before a twentieth of the bytes is done (and a second has
         passed): the first files' rate says little of the rest's. 24 files one at a time, so the

@@ -14,7 +14,7 @@ sys.dont_write_bytecode = True
 import os
 import re
 
-from pctest import (PCTestCase, entry_rel, load_json_strict, main, make_world_accessible, run, words_data,
+from pctest import (fast_levels, PCTestCase, entry_rel, load_json_strict, main, make_world_accessible, run, words_data,
                     write)
 
 # name on disk -> how human output must show it (GNU `ls -b`, quoting style "escape").
@@ -42,6 +42,9 @@ FORGE_DIRS = [b"x\ncompressed ", b"etc"]
 FORGE_FILE = b"passwd (1 -> gz 1)"
 FORGE_REL = b"/".join(FORGE_DIRS + [FORGE_FILE])
 FORGE_SHOWN = "x\\ncompressed /etc/passwd (1 -> gz 1)"
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels()
 
 
 def assert_safe_text(tc, blob, what):

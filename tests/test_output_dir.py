@@ -5,7 +5,7 @@ its PATH, the PATH untouched.
 A tree of its own (text of several sizes in nested directories, a file the keep
 rule rejects, an empty file, random bytes, a .png on the skip list, and the user's
 own x.js.gz beside x.js): every output under DIR is the oracle's bytes
-(gzip.GzipFile(filename="", mtime=0, compresslevel=9), brotli.compress()), decodes
+(gzip.GzipFile(filename="", mtime=0, compresslevel=9), brotli.compress() at pctest.fast_levels()'s quality), decodes
 to its source (.zst too when built), has its source's mode and mtime, and nothing
 else is there; the source tree is the same, entry for entry (hash, mode, mtime,
 inode, directories included); no temp file anywhere. Then: stale outputs removed
@@ -25,8 +25,11 @@ import random
 import shutil
 import stat
 
-from pctest import (PCTestCase, classify, decode, expected_outputs, fsb, have_zstd_build, listing,
+from pctest import (fast_levels, PCTestCase, classify, decode, expected_outputs, fsb, have_zstd_build, listing,
                     load_json_strict, load_manifest, main, run, temp_leftovers, walk_all, words_data)
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels()
 
 
 def files_of(root):

@@ -30,7 +30,10 @@ import threading
 import time
 import unittest
 
-from pctest import PROGRAM, PCTestCase, classify, child_env, decode, main, run, walk_all, words_data
+from pctest import fast_levels, PROGRAM, PCTestCase, classify, child_env, decode, main, run, walk_all, words_data
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, "..", "docs", "remote-cache.md")
@@ -444,39 +447,6 @@ class Fast(Base):
         self.assertGreater(bad, 0)
         self.check_rejected(srv, orig, bad)
 
-    def test_500s(self):
-        srv, url = self.failing("500")
-        r, s = self.checked_run(self.tree("t"), url)
-        self.assertIn("HTTP 500 answering a lookup", self.warning(r))
-        self.assertTrue(s["remote"]["failed"])
-        self.assertGreater(s["remote"]["lost"], 0)
-        self.assertEqual(srv.puts, 0)  # off after the first answer: nothing sent
-
-    def test_full_disk(self):
-        srv, url = self.failing("full")
-        r, s = self.checked_run(self.tree("t"), url)
-        self.assertIn("HTTP 507 answering a store", self.warning(r))
-        self.assertEqual(s["remote"]["stored"], 0)
-        self.assertTrue(s["remote"]["failed"])
-
-    def test_cut_mid_body(self):
-        _, url = self.failing("cut")
-        r, s = self.checked_run(self.tree("t"), url)
-        self.assertTrue(s["remote"]["failed"], r)
-        self.assertEqual(s["remote"]["hits"], 0, r)
-        self.warning(r)
-
-    def test_stall_costs_the_timeout(self):
-        st = Stall()
-        self.servers.append(st.close)
-        url = "http://127.0.0.1:%d/cache" % st.port
-        t0 = time.time()
-        r, s = self.checked_run(self.tree("t"), url, "--cache-url-timeout", "1", timeout=60)
-        took = time.time() - t0
-        self.assertRegex(self.warning(r), "Timeout|too slow")
-        self.assertGreaterEqual(took, 1.0)
-        self.assertLess(took, 20.0, "a stalled server cost more than its timeouts")
-
     def test_no_server(self):
         """Nothing listens: connection refused at the first lookup, the run goes on."""
         url = "http://127.0.0.1:%d/cache" % free_port()
@@ -512,6 +482,44 @@ class Fast(Base):
         self.assertEqual(s["remote"]["hits"], s["remote"]["lookups"])
         with open(m1) as x, open(m2) as y:
             self.assertEqual(x.read().replace(b, c), y.read())
+
+
+class ServerFaults(Base):
+    """Servers that answer 500 or 507, cut a body, or stall: the run goes on without the
+    remote cache and says why (the long suite)."""
+
+    def test_500s(self):
+        srv, url = self.failing("500")
+        r, s = self.checked_run(self.tree("t"), url)
+        self.assertIn("HTTP 500 answering a lookup", self.warning(r))
+        self.assertTrue(s["remote"]["failed"])
+        self.assertGreater(s["remote"]["lost"], 0)
+        self.assertEqual(srv.puts, 0)  # off after the first answer: nothing sent
+
+    def test_full_disk(self):
+        srv, url = self.failing("full")
+        r, s = self.checked_run(self.tree("t"), url)
+        self.assertIn("HTTP 507 answering a store", self.warning(r))
+        self.assertEqual(s["remote"]["stored"], 0)
+        self.assertTrue(s["remote"]["failed"])
+
+    def test_cut_mid_body(self):
+        _, url = self.failing("cut")
+        r, s = self.checked_run(self.tree("t"), url)
+        self.assertTrue(s["remote"]["failed"], r)
+        self.assertEqual(s["remote"]["hits"], 0, r)
+        self.warning(r)
+
+    def test_stall_costs_the_timeout(self):
+        st = Stall()
+        self.servers.append(st.close)
+        url = "http://127.0.0.1:%d/cache" % st.port
+        t0 = time.time()
+        r, s = self.checked_run(self.tree("t"), url, "--cache-url-timeout", "1", timeout=60)
+        took = time.time() - t0
+        self.assertRegex(self.warning(r), "Timeout|too slow")
+        self.assertGreaterEqual(took, 1.0)
+        self.assertLess(took, 20.0, "a stalled server cost more than its timeouts")
 
 
 class Long(Base):

@@ -31,8 +31,11 @@ import stat
 import subprocess
 import time
 
-from pctest import (NOBODY, PROGRAM, PCTestCase, brotli, child_env, decode, main, make_world_accessible, run,
+from pctest import (fast_levels, NOBODY, PROGRAM, PCTestCase, brotli, child_env, decode, main, make_world_accessible, run,
                     sha256, store_path, store_rows, walk_all, words_data, xxh3_128)
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels()
 
 SETPRIV = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
 

@@ -8,8 +8,11 @@ import os
 import socket
 import stat
 
-from pctest import (PCTestCase, REASONS, classify, load_manifest, main,
+from pctest import (fast_levels, PCTestCase, REASONS, classify, load_manifest, main,
                     manifest_by_path, manifest_counts, parse_verbose, run, source_snapshot, walk_all)
+
+# Bytes are not this module's point (pctest.fast_levels).
+fast_levels()
 
 TEXT = b"body { color: red; margin: 0 auto; padding: 1rem 2rem; }\n" * 40
 

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import unittest
 
-from pctest import (PCTestCase, classify, decode, gz_oracle, have_zstd_build, keeps, load_manifest, main,
+from pctest import (full_only, PCTestCase, classify, decode, gz_oracle, have_zstd_build, keeps, load_manifest, main,
                     manifest_by_path, run, source_snapshot, walk_all, words_data)
 
 MAX_WINDOW = 8 << 20
@@ -107,6 +107,7 @@ class Zstd(PCTestCase):
             self.assertTrue(os.path.isfile(os.path.join(root, "css", "app.css." + ext)), ext)
         self.check_zst(root, b"css/app.css.zst")
 
+    @full_only("13.5 MiB at zstd level 19")
     def test_large_files_window_and_content_size(self):
         root = self.path("big")
         os.makedirs(root)
