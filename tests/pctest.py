@@ -95,6 +95,11 @@ def fast_levels(quality=5, zstd_level=None):
     _BROTLI_QUALITY, _ZSTD_LEVEL = quality, zstd_level
 
 
+def level_args():
+    """fast_levels()'s options, for a test that starts the program itself (Popen)."""
+    return _with_levels([])
+
+
 def _with_levels(args):
     """args with fast_levels()'s options first, for a compressing run that names none."""
     if args[:1] in (["merge-manifests"], ["server-config"]):
@@ -505,7 +510,7 @@ def child_env(cache=True):
 def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, program=None, stdin=None):
     """The program with args; stdin: bytes for its standard input (else none)."""
     args = [a if isinstance(a, (bytes, str)) else str(a) for a in args]
-    if program is None:
+    if program is None or os.path.basename(program) == "precompress":  # not prlimit, env...
         args = _with_levels(args)
     cmd = [program or PROGRAM] + args
     if as_nobody:

@@ -30,7 +30,7 @@ import threading
 import time
 import unittest
 
-from pctest import fast_levels, PROGRAM, PCTestCase, classify, child_env, decode, main, run, walk_all, words_data
+from pctest import fast_levels, level_args, PROGRAM, PCTestCase, classify, child_env, decode, main, run, walk_all, words_data
 
 # Bytes are not this module's point (pctest.fast_levels).
 fast_levels()
@@ -238,7 +238,7 @@ class Base(PCTestCase):
         return dst
 
     def args(self, *extra):
-        return ["--formats", ",".join(self.formats)] + list(extra)
+        return level_args() + ["--formats", ",".join(self.formats)] + list(extra)
 
     def env(self, **kw):
         e = {"PRECOMPRESS_CACHE_AUTH": "%s:%s" % (USER, PASSWORD)}
