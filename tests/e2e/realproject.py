@@ -37,7 +37,7 @@ import time
 
 from pctest import PROGRAM, PCTestCase, decode, read, run, write
 from test_delta_serving import (ACCEPT_ALL, MAGIC_DCB, MAGIC_DCZ, Apache, Caddy, Nginx,
-                                apache_binary, chromium_binary, chromium_dom)
+                                apache_binary, chromium_binary, chromium_dom, chromium_first_visit)
 from test_serving import accepted, find_binary, free_port, nginx_brotli_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -553,6 +553,7 @@ class RealProjectCase(PCTestCase):
         chromium = chromium_binary()
         uad = {}  # (setup, key) -> release 1's Use-As-Dictionary match
         broken = set()  # setups that could not serve release 1 or 2: no chromium check after
+        profiles = {}  # setup -> the chromium profile that holds release 1's dictionaries
 
         r1 = self.timed("build 1", self.build, 1)
         for name, start in setups.items():
@@ -574,7 +575,9 @@ class RealProjectCase(PCTestCase):
                 page = curl(self, base + "/", {"Accept-Encoding": "br, gzip"})
                 self.assertEqual(page.status, 200, page)
                 self.assertRegex(page.get("cache-control") or "", r"no-cache|no-store", page)
-                dom = self.timed("chromium", chromium_dom, self, chromium, self.path("profile-" + name), base + "/")
+                profiles[name], dom = self.timed("chromium", chromium_first_visit, self, chromium,
+                                                 self.path("profile-" + name), base + "/",
+                                                 [base + url for url, _, _ in r1.files.values()])
                 server.stop()
                 self.assertIn(r1.text, dom, "%s: release 1's page did not run its script:\n%s" % (name, dom[-2000:]))
                 broken.discard(name)
@@ -591,7 +594,7 @@ class RealProjectCase(PCTestCase):
                                     "does not fit release 2's URL %s" % (name, m, url))
                 server = self.serve(name, start, r2)
                 base = "http://127.0.0.1:%d" % self.ports[name]
-                dom = self.timed("chromium", chromium_dom, self, chromium, self.path("profile-" + name), base + "/")
+                dom = self.timed("chromium", chromium_dom, self, chromium, profiles[name], base + "/")
                 server.stop()
                 log = server.log_lines()
                 took = []
