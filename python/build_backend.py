@@ -151,7 +151,7 @@ def _balanced(value):
 
 def _toml_value(value):
     """A basic string, a list, an inline table (of those): as JSON once the bare keys of inline
-    tables are quoted and trailing commas dropped (tests/test_package.py compares with tomllib)."""
+    tables are quoted and trailing commas dropped (tests/packaging/test_package.py compares with tomllib)."""
     value = re.sub(r'([{,]\s*)([A-Za-z0-9_-]+)\s*=\s*', r'\1"\2": ', _strip_comment(value))
     return json.loads(re.sub(r",\s*([\]}])", r"\1", value))
 

@@ -10,6 +10,7 @@ import sys
 sys.dont_write_bytecode = True
 
 import errno
+import fcntl
 import gzip
 import hashlib
 import io
@@ -20,8 +21,10 @@ import re
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import tempfile
+import termios
 import time
 import unittest
 
@@ -48,6 +51,8 @@ OUT_EXTS = ("gz", "br", "zst")
 REASONS = ("extension", "excluded", "empty", "min-size", "special", "broken-link", "ratio",
            "link-owner")
 NOBODY = 65534
+# A command's prefix that runs it as uid NOBODY (root ignores file permissions).
+SETPRIV = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
 
 TEMP_RE = re.compile(rb"^\..+\.(gz|br|zst)\.[A-Za-z0-9]{6}\.tmp$")
 ANY_TMP_RE = re.compile(rb"^\..*\.tmp$")
@@ -251,6 +256,38 @@ def write(path, data, mode="wb"):
     """Writes bytes to a file, replacing it (mode "ab": added at its end)."""
     with open(path, mode) as f:
         f.write(data)
+
+
+def read_at(dfd, name):
+    """name's bytes, opened below the directory dfd (a path near PATH_MAX may not fit whole)."""
+    fd = os.open(name, os.O_RDONLY, dir_fd=dfd)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+    finally:
+        os.close(fd)
+
+
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+def pipe_bytes(fd):
+    """Bytes waiting in a pipe (FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def json_lines(r):
+    """{path: record} of a --json-lines run's file lines."""
+    recs = {}
+    for line in r.out_lines:
+        rec = json.loads(line)
+        if rec.get("type") == "file":
+            recs[rec["path"]] = rec
+    return recs
 
 
 def sha256(path):
@@ -514,7 +551,7 @@ def run(args, timeout=180, as_nobody=False, umask=None, cwd=None, env=None, prog
         args = _with_levels(args)
     cmd = [program or PROGRAM] + args
     if as_nobody:
-        cmd = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"] + cmd
+        cmd = SETPRIV + cmd
     pre = None
     if umask is not None:
         def pre():
@@ -704,6 +741,41 @@ class PCTestCase(unittest.TestCase):
         for rel, v in before.items():
             self.assertIn(rel, after, "source %r disappeared" % rel)
             self.assertEqual(after[rel], v, "source %r was modified (hash, mode, mtime, size, inode)" % rel)
+
+    def others(self, root, n=4, seed=0):
+        """A few ordinary files beside the bad one; their rel names."""
+        names = []
+        for i in range(n):
+            rel = ("other%d.txt" % i) if i % 2 == 0 else os.path.join("sub", "other%d.css" % i)
+            os.makedirs(os.path.dirname(os.path.join(root, rel)) or root, exist_ok=True)
+            write(os.path.join(root, rel), words_data(3000 + 700 * i, seed=seed * 100 + i))
+            names.append(rel)
+        return names
+
+    def assertProcessed(self, root, rels, formats=("gz", "br")):
+        for rel in rels:
+            src = os.path.join(root, rel)
+            # Through the directory: a name near PATH_MAX plus ".gz" may not fit a path.
+            dfd = os.open(os.path.dirname(src), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                base = os.path.basename(src)
+                data = read_at(dfd, base)
+                for fmt in formats:
+                    out = src + "." + fmt
+                    try:
+                        st = os.stat(base + "." + fmt, dir_fd=dfd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        st = None
+                    self.assertTrue(st is not None and stat.S_ISREG(st.st_mode), "%s was not written" % out)
+                    body = read_at(dfd, base + "." + fmt)
+                    if fmt == "gz":
+                        self.assertEqual(body, gz_oracle(data), out)
+                    elif fmt == "br":
+                        self.assertEqual(body, br_oracle(data), out)
+                    else:
+                        self.assertEqual(decode(fmt, out), data, out)
+            finally:
+                os.close(dfd)
 
     def assertNoTemps(self, root):
         self.assertEqual(temp_leftovers(root), [], "temp files left behind")

@@ -1,4 +1,4 @@
-/* Preloaded by tests/test_unnamed.py (never part of the program): stands
+/* Preloaded by tests/outputs/test_unnamed.py (never part of the program): stands
  * in for the file systems and kernels the output protocol's unnamed files
  * (src/fs/out.c, O_TMPFILE + linkat) must fall back on, which this machine's
  * ext4 and tmpfs are not. Each behaviour is asked for by the environment:

@@ -1,4 +1,4 @@
-/* Preloaded by tests/test_faults.py (never part of the program; not with
+/* Preloaded by tests/faults/test_faults.py (never part of the program; not with
  * a sanitizer build, whose allocator this would bypass).
  *
  * PC_FAULT_MALLOC=N: the Nth malloc(), calloc() or realloc() of the

@@ -1,4 +1,4 @@
-/* Preloaded by tests/test_faults.py (never part of the program) with
+/* Preloaded by tests/faults/test_faults.py (never part of the program) with
  * PC_FAULT_STOP set: stops the program once the dynamic loader is done
  * (constructors run after every library is mapped), so that strace can
  * attach there and count, and fail, only the program's own system calls.

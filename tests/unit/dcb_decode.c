@@ -2,7 +2,7 @@
  * standard output, after checking its header (RFC 9842: FF 44 43 42, then
  * the dictionary's SHA-256). Exit 0; 1 for a bad header or stream; 77 in a
  * build whose brotli has no dictionary API (< 1.1), which tests take as
- * "cannot decode here". The test side of .dcb (tests/test_deltas.py):
+ * "cannot decode here". The test side of .dcb (tests/deltas/test_deltas.py):
  * Debian 12's brotli tools and Python module cannot decode one.
  */
 #include "common/common.h"

@@ -19,7 +19,7 @@ import subprocess
 import time
 import unittest
 
-from pctest import (fast_levels, NOBODY, PCTestCase, PROGRAM, classify, decode, expected_outputs, fsb, kinds, listing,
+from pctest import (F_SETPIPE_SZ, fast_levels, PCTestCase, PROGRAM, classify, decode, expected_outputs, fsb, kinds, listing,
                     load_manifest, main, make_world_accessible, manifest_by_path, read, run, skipped_total,
                     source_snapshot, walk_all, write)
 
@@ -604,7 +604,6 @@ class Interrupted(PCTestCase):
     # The run may get ahead of the reader by what the pipe holds, and by no more: the pipe is
     # cut to one page (F_SETPIPE_SZ), so a few hundred files leave most of them undone.
     N = 400
-    F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
     def tree(self):
         root = self.path("t")
@@ -628,7 +627,7 @@ class Interrupted(PCTestCase):
         its exit status."""
         p = subprocess.Popen([PROGRAM, "-v", "-j", "1"] + self.args, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL)
-        fcntl.fcntl(p.stdout.fileno(), self.F_SETPIPE_SZ, 4096)
+        fcntl.fcntl(p.stdout.fileno(), F_SETPIPE_SZ, 4096)
         for _ in range(50):
             p.stdout.readline()
         if how == "pipe":

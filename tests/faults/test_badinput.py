@@ -31,7 +31,7 @@ import threading
 import time
 import unittest
 
-from pctest import (NOBODY, PROGRAM, PCTestCase, Result, br_oracle, child_env, decode, gz_oracle,
+from pctest import (PROGRAM, PCTestCase, Result, br_oracle, child_env, decode, gz_oracle,
                     have_zstd_build, listing, load_manifest, main, make_world_accessible, manifest_by_path,
                     read, run, skipped_total, source_snapshot, walk_all, words_data, write)
 
@@ -73,57 +73,10 @@ def wait_open(pid, path, timeout=60):
 
 
 
-def read_at(dfd, name):
-    fd = os.open(name, os.O_RDONLY, dir_fd=dfd)
-    try:
-        chunks = []
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                return b"".join(chunks)
-            chunks.append(b)
-    finally:
-        os.close(fd)
-
 class Base(PCTestCase):
     def setUp(self):
         super().setUp()
         os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
-
-    def others(self, root, n=4, seed=0):
-        """A few ordinary files beside the bad one; their rel names."""
-        names = []
-        for i in range(n):
-            rel = ("other%d.txt" % i) if i % 2 == 0 else os.path.join("sub", "other%d.css" % i)
-            os.makedirs(os.path.dirname(os.path.join(root, rel)) or root, exist_ok=True)
-            write(os.path.join(root, rel), words_data(3000 + 700 * i, seed=seed * 100 + i))
-            names.append(rel)
-        return names
-
-    def assertProcessed(self, root, rels, formats=("gz", "br")):
-        for rel in rels:
-            src = os.path.join(root, rel)
-            # Through the directory: a name near PATH_MAX plus ".gz" may not fit a path.
-            dfd = os.open(os.path.dirname(src), os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                base = os.path.basename(src)
-                data = read_at(dfd, base)
-                for fmt in formats:
-                    out = src + "." + fmt
-                    try:
-                        st = os.stat(base + "." + fmt, dir_fd=dfd, follow_symlinks=False)
-                    except FileNotFoundError:
-                        st = None
-                    self.assertTrue(st is not None and stat.S_ISREG(st.st_mode), "%s was not written" % out)
-                    body = read_at(dfd, base + "." + fmt)
-                    if fmt == "gz":
-                        self.assertEqual(body, gz_oracle(data), out)
-                    elif fmt == "br":
-                        self.assertEqual(body, br_oracle(data), out)
-                    else:
-                        self.assertEqual(decode(fmt, out), data, out)
-            finally:
-                os.close(dfd)
 
     def assertNoOutputs(self, path):
         for ext in ("gz", "br", "zst"):
@@ -414,52 +367,6 @@ class Collisions(Base):
         self.assertProcessed(root, others)
         self.assertSourcesUnchanged(snap, root)
         self.assertNoTemps(root)
-
-
-class Links(Base):
-    def test_symlink_loops_with_follow(self):
-        root = self.path("site")
-        os.makedirs(root)
-        others = self.others(root)
-        os.makedirs(os.path.join(root, "a", "b"))
-        write(os.path.join(root, "a", "b", "deep.js"), words_data(3000, seed=40))
-        os.symlink("..", os.path.join(root, "a", "b", "up"))        # to an ancestor
-        os.symlink(".", os.path.join(root, "self"))                  # to the root
-        os.symlink("../a", os.path.join(root, "sub", "side"))        # a second way into a/
-        os.symlink("l2", os.path.join(root, "l1"))                   # link to link to link...
-        os.symlink("l1", os.path.join(root, "l2"))
-        man = self.path("m.json")
-        r = run(["--json", "--follow", "--manifest", man, root], timeout=30)
-        self.assertEqual(r.rc, 0, r)
-        self.assertEqual(r.error_lines(), [], r)
-        paths = [e["path"] for e in load_manifest(man)[0]["files"]]
-        self.assertEqual(len(paths), len(set(paths)), "a file was recorded twice: %r" % paths)
-        real = [p for p in paths if p.endswith("deep.js")]
-        self.assertEqual(len(real), 1, "deep.js reached more than once (a loop entered): %r" % paths)
-        e = manifest_by_path(load_manifest(man)[0])
-        self.assertEqual(e[b"l1"].get("skipped"), "broken-link")
-        self.assertEqual(e[b"l2"].get("skipped"), "broken-link")
-        self.assertProcessed(root, others + ["a/b/deep.js"])
-        self.assertNoTemps(root)
-
-    def test_symlinked_directory_outside_not_entered(self):
-        root = self.path("site")
-        os.makedirs(root)
-        others = self.others(root)
-        outside = self.path("outside")
-        os.makedirs(os.path.join(outside, "lib"))
-        write(os.path.join(outside, "lib", "lib.js"), words_data(4000, seed=41))
-        os.symlink(outside, os.path.join(root, "ext"))
-        os.symlink(os.path.join(outside, "lib"), os.path.join(root, "sub", "lib"))
-        before = listing(outside)
-        man = self.path("m.json")
-        r = run(["--json", "--manifest", man, root], timeout=30)
-        self.assertEqual(r.rc, 0, r)
-        self.assertEqual(r.error_lines(), [], r)
-        self.assertEqual(listing(outside), before, "something was written outside the tree")
-        paths = [e["path"] for e in load_manifest(man)[0]["files"]]
-        self.assertFalse([p for p in paths if p.startswith(("ext", "sub/lib"))], paths)
-        self.assertProcessed(root, others)
 
 
 class Special(Base):

@@ -34,20 +34,18 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import subprocess
 import tempfile
 import threading
 import time
 
-from pctest import fast_levels, full_only, NOBODY, PROGRAM, PCTestCase, child_env, main, read, run, sanitized_build, write
+from pctest import fast_levels, full_only, NOBODY, PROGRAM, SETPRIV, PCTestCase, child_env, main, read, run, sanitized_build, write
 
 # Bytes are not this module's point (pctest.fast_levels).
 fast_levels()
 
 os.environ.pop("PRECOMPRESS_CACHE_DIR", None)
 
-SETPRIV = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
 DCZ_MAGIC = bytes([0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00])
 NOT_READ = ("sha256", "dictionary_size", "dictionary_mtime_ns")
 

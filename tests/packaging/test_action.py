@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """action.yml (the GitHub Action) and .github/workflows/release.yml, run here as GitHub would.
 
-The action's steps run on tests/gha.py's emulated runner (Linux X64 unless a test says
+The action's steps run on tests/packaging/gha.py's emulated runner (Linux X64 unless a test says
 otherwise): `run:` steps with bash as GitHub starts it, expressions substituted,
 GITHUB_OUTPUT/GITHUB_ENV/GITHUB_PATH honoured between steps, actions/cache/restore and save
 over a store that outlives the job. Each job is a workflow step `uses:

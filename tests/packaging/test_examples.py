@@ -28,7 +28,7 @@ the README's first lines), the Dockerfile's build args.
   release's image unpacked); RUN lines run with /bin/sh -c, as Docker does, and only the stages
   the target needs are built, as BuildKit and buildah do. ImageBuild (slow suite) builds the
   image with podman, from the release's OCI archive when there is one.
-- GitHub Actions: the job runs on the runner tests/gha.py emulates (its `run:` steps with bash
+- GitHub Actions: the job runs on the runner tests/packaging/gha.py emulates (its `run:` steps with bash
   as GitHub starts it, in a temp workspace, HOME a temp directory; actions/cache over a store
   that outlives the run), and its step that uses this repository's action runs action.yml's
   steps, which download a local release (see GitHubActions). GitLab CI: a job's before_script and script run as
@@ -963,7 +963,7 @@ class ImageBuild(Base):
 # ----------------------------------------------------------------------------
 
 class GitHubActions(Base):
-    """The workflow's job on the runner tests/gha.py emulates: its `uses:` of this repository's
+    """The workflow's job on the runner tests/packaging/gha.py emulates: its `uses:` of this repository's
     action runs action.yml's own steps (as test_action.py does), the binary downloaded from a
     loopback HTTP server laid out as GitHub's release downloads (github.server_url is that
     server's) holding the release of gha.Release (PRECOMPRESS_RELEASE, else a stand-in made from
@@ -1787,7 +1787,7 @@ class Recipes(Base):
             with open(path) as f:
                 text = f.read()
             self.assertTrue(text.startswith("#"), path)
-            self.assertIn("tests/test_examples.py", text, path)
+            self.assertIn("tests/packaging/test_examples.py", text, path)
 
     def test_ci_deps_build_part_parsed(self):
         pkgs = ci_build_packages()

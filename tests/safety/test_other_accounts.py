@@ -1,43 +1,37 @@
 #!/usr/bin/python3
 """What a hostile local account cannot do to a run of root's, each case caused
-for real, the second account being uid 65534 (setpriv):
+for real, the second account being uid 65534 (setpriv); its links in the tree:
+selection/test_links.py:
 
 1. rewrite its own file between the hash read and the compressing read,
    mtime put back with utime (inotify timing): no cache entry and no
    identical file's copy gets its bytes under the first read's hash, and
    whatever outputs the file gets are of one version of it, never a mix;
-2. plant a symlink to a file of root's behind a 0700 directory: not
-   followed (skipped "link-owner"), while root's own links and links to a
-   file above them in the PATH still are;
-3. a foreign SQLite database (or any file) at DIR/cache.sqlite is left
+2. a foreign SQLite database (or any file) at DIR/cache.sqlite is left
    byte for byte as it was and reported, no -wal or -shm left;
-4. a --cache-dir named through another account's symlink is refused, and
+3. a --cache-dir named through another account's symlink is refused, and
    nothing is made behind it;
-5. the cache directory is never walked, whatever it holds (an old v1/ tree
+4. the cache directory is never walked, whatever it holds (an old v1/ tree
    when it is the PATH itself);
-6. a directory the run cannot write is found before its files are read:
+5. a directory the run cannot write is found before its files are read:
    one error line for it, its files failed, the others compressed.
 """
 import sys
 
 sys.dont_write_bytecode = True
 import gzip
-import hashlib
-import json
 import os
 import shutil
 import sqlite3
 import stat
 import subprocess
-import time
 
-from pctest import (fast_levels, NOBODY, PROGRAM, PCTestCase, brotli, child_env, decode, main, make_world_accessible, run,
+from pctest import (fast_levels, NOBODY, SETPRIV, SRC_ROOT, PCTestCase, json_lines, brotli, child_env, decode, main, run,
                     sha256, store_path, store_rows, walk_all, words_data, xxh3_128)
 
 # Bytes are not this module's point (pctest.fast_levels).
 fast_levels()
 
-SETPRIV = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
 
 # The other account's side of case 1, run as uid 65534 with its file's path and
 # the two versions' files: it watches the file with inotify; at the first read
@@ -87,15 +81,6 @@ while state < 2 and time.time() < deadline:
             break
 """
 
-
-def json_lines(r):
-    """{path: record} of a --json-lines run's file lines."""
-    recs = {}
-    for line in r.out_lines:
-        rec = json.loads(line)
-        if rec.get("type") == "file":
-            recs[rec["path"]] = rec
-    return recs
 
 
 class BytesHashedAreBytesCompressed(PCTestCase):
@@ -210,92 +195,8 @@ class BytesHashedAreBytesCompressed(PCTestCase):
         self.assertGreater(landed, 0, "the rewrite never landed between the reads: the test proved nothing")
 
 
-class SymlinkedFiles(PCTestCase):
-    """Case 2: a symlinked file is followed only when its link is the run's user's, when the
-    link's owner owns the file too, or when the file lies beside or above the link in the
-    PATH; else it is skipped ("link-owner") unread."""
-
-    def setUp(self):
-        super().setUp()
-        if os.geteuid() != 0 or shutil.which("setpriv") is None:
-            self.skipTest("needs root and setpriv: the other account is uid %d" % NOBODY)
-        os.chmod(self.tmp, 0o755)
-
-    def build(self):
-        secret_dir = self.path("root-only")
-        os.makedirs(secret_dir, mode=0o700)
-        self.secret = os.path.join(secret_dir, "secret.env")
-        with open(self.secret, "wb") as f:
-            f.write(b"DATABASE_PASSWORD=hunter2-and-more-to-make-it-compress\n" * 50)
-        os.chmod(self.secret, 0o644)
-        shared = self.path("shared")
-        os.makedirs(shared)
-        with open(os.path.join(shared, "lib.css"), "wb") as f:
-            f.write(words_data(20000, seed=41))
-        theirs = self.path("theirs")
-        os.makedirs(theirs)
-        with open(os.path.join(theirs, "own.css"), "wb") as f:
-            f.write(words_data(20000, seed=42))
-        os.chown(theirs, NOBODY, NOBODY)
-        os.chown(os.path.join(theirs, "own.css"), NOBODY, NOBODY)
-        t = self.path("t")
-        os.makedirs(os.path.join(t, "css", "sub"))
-        os.makedirs(os.path.join(t, "private"), mode=0o700)
-        with open(os.path.join(t, "css", "app.css"), "wb") as f:
-            f.write(words_data(20000, seed=43))
-        with open(os.path.join(t, "private", "key.txt"), "wb") as f:
-            f.write(b"a key of root's, in a 0700 directory of the tree\n" * 50)
-        os.chmod(os.path.join(t, "private", "key.txt"), 0o644)
-        for d in (t, os.path.join(t, "css"), os.path.join(t, "css", "sub")):
-            os.chown(d, NOBODY, NOBODY)  # the other account may write the tree
-        # root's own link: followed
-        os.symlink(os.path.join(shared, "lib.css"), os.path.join(t, "lib.css"))
-        # the other account's links
-        for target, link in ((self.secret, "leak.css"),                   # root's file: skipped
-                             ("private/key.txt", "peek.txt"),              # below, 0700: skipped
-                             ("app.css", "css/hashed.css"),                # beside it: followed
-                             ("../app.css", "css/sub/up.css"),             # above it: followed
-                             (os.path.join(theirs, "own.css"), "own.css")):  # its own: followed
-            subprocess.run(SETPRIV + ["ln", "-s", target, os.path.join(t, link)], check=True)
-        return t
-
-    SKIPPED = ("leak.css", "peek.txt")
-    FOLLOWED = ("lib.css", "css/hashed.css", "css/sub/up.css", "own.css", "css/app.css")
-
-    def test_links_another_account_made(self):
-        t = self.build()
-        m = self.path("m.json")
-        r = run(["-v", "--json", "--manifest", m, t])
-        for name in self.SKIPPED:
-            for ext in ("gz", "br"):
-                self.assertFalse(os.path.lexists(os.path.join(t, name + "." + ext)),
-                                 "%s.%s written: a file behind another account's link was read" % (name, ext))
-        self.assertEqual(r.rc, 0, r)
-        lines = set(r.out_lines[:-1])
-        for name in self.SKIPPED:
-            self.assertIn("skipped %s/%s (link-owner)" % (t, name), lines, r)
-        for name in self.FOLLOWED:
-            p = os.path.join(t, name)
-            for ext in ("gz", "br"):
-                self.assertEqual(decode(ext, p + "." + ext), open(p, "rb").read(), name)
-            self.assertTrue(any(l.startswith("compressed %s (" % p) or l.startswith("copied %s (" % p)
-                                for l in lines), (name, r))
-        s = r.summary()
-        self.assertEqual(s["skipped"]["link-owner"], 2, s)
-        files = {e["path"]: e for e in json.load(open(m))["files"]}
-        for name in self.SKIPPED:
-            self.assertEqual(files[name].get("skipped"), "link-owner", files[name])
-            self.assertEqual(files[name]["size"], 0, files[name])
-        r = run(["--json-lines", t])
-        self.assertEqual(r.rc, 0, r)
-        recs = json_lines(r)
-        for name in self.SKIPPED:
-            self.assertEqual((recs[name]["status"], recs[name].get("skip")), ("skipped", "link-owner"))
-        self.assertIn(recs["css/hashed.css"]["status"], ("compressed", "copied"), recs["css/hashed.css"])
-
-
 class ForeignStore(PCTestCase):
-    """Case 3: what is at DIR/cache.sqlite says what it is before anything writes to it."""
+    """Case 2: what is at DIR/cache.sqlite says what it is before anything writes to it."""
 
     NOT_OURS = "not a precompress cache store, or a damaged one"
 
@@ -377,7 +278,7 @@ class ForeignStore(PCTestCase):
 
 
 class CacheDirThroughLinks(PCTestCase):
-    """Case 4: --cache-dir is judged as given, every component, not only as resolved."""
+    """Case 3: --cache-dir is judged as given, every component, not only as resolved."""
 
     UNSAFE = "refusing a cache another user owns or others can write"
 
@@ -436,7 +337,7 @@ class CacheDirThroughLinks(PCTestCase):
 
 
 class CacheDirNeverWalked(PCTestCase):
-    """Case 5: the cache's whole directory stays out of the walk, whatever it holds."""
+    """Case 4: the cache's whole directory stays out of the walk, whatever it holds."""
 
     def old_tree(self, cache):
         os.makedirs(os.path.join(cache, "v1", "ab"))
@@ -474,7 +375,7 @@ class CacheDirNeverWalked(PCTestCase):
 
 
 class UnwritableDirectories(PCTestCase):
-    """Case 6: a directory whose outputs cannot be written is found before its files are
+    """Case 5: a directory whose outputs cannot be written is found before its files are
     read: one error line for it, its files failed (not even opened), the others compressed."""
 
     LINE = "cannot write outputs in this directory (Permission denied): its files are not compressed"
@@ -548,7 +449,7 @@ sys.exit("no PrecompressError")
 """
 
     def test_silent_failure_names_status_and_command(self):
-        py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+        py = os.path.join(SRC_ROOT, "python")
         check = subprocess.run(["/usr/bin/python3", "-c", "import django, whitenoise"], capture_output=True)
         if check.returncode != 0:
             self.skipTest("python3-django or python3-whitenoise is missing")

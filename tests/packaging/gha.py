@@ -1,6 +1,6 @@
 """A GitHub Actions runner, emulated closely enough to run this repository's action.yml and
-the workflows that use it here, for real, with no GitHub: tests/test_action.py and the
-GitHubActions class of tests/test_examples.py share it.
+the workflows that use it here, for real, with no GitHub: tests/packaging/test_action.py and the
+GitHubActions class of tests/packaging/test_examples.py share it.
 
 What is emulated, as GitHub's runner does it:
 

@@ -2,7 +2,7 @@
 """End to end on a real Django site: three collectstatic releases with
 precompress.django.CompressedManifestStaticFilesStorage and PRECOMPRESS_DELTAS, served by
 nginx, Apache httpd and Caddy configured from `precompress server-config` as printed, taken
-by chromium and asked by curl (tests/e2e/realproject.py has the sequence and the checks).
+by chromium and asked by curl (tests/serving/realproject.py has the sequence and the checks).
 
 The site (realproject.DjangoSite): `django-admin startproject` with Debian's python3 and
 Django 3.2, the admin, rest_framework, debug_toolbar and django_extensions (their static

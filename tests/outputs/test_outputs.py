@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Safe output: stale removal, mode and times, symlinks, temp files, collisions."""
+"""Safe output: stale removal, mode and times, temp files, collisions (links: selection/test_links.py)."""
 import sys
 
 sys.dont_write_bytecode = True
 import os
 import stat
 
-from pctest import (PCTestCase, br_oracle, classify, decode, gz_oracle, keeps, listing, load_json_strict,
+from pctest import (PCTestCase, classify, decode, load_json_strict,
                     load_manifest, main, manifest_by_path, read, run, source_snapshot, walk_all, write)
 
 
@@ -125,92 +125,6 @@ class ModeAndTimes(PCTestCase):
                 self.assertEqual(oct(stat.S_IMODE(st.st_mode)), oct(mode), out + ": mode")
                 self.assertEqual(st.st_mtime_ns, mtime, out + ": mtime_ns")
                 self.assertEqual(st.st_atime_ns, atime, out + ": atime_ns")
-
-
-class Symlinks(PCTestCase):
-    def setUp(self):
-        super().setUp()
-        self.outside = self.path("outside")
-        os.makedirs(self.outside)
-        self.target = os.path.join(self.outside, "target.bin")
-        write(self.target, b"precious bytes that must not be overwritten\n")
-        os.utime(self.target, ns=(1_400_000_000_111_111_111, 1_400_000_000_222_222_222))
-
-    def assertTargetUntouched(self):
-        st = os.lstat(self.target)
-        self.assertTrue(stat.S_ISREG(st.st_mode))
-        self.assertEqual(read(self.target), b"precious bytes that must not be overwritten\n")
-        self.assertEqual(st.st_mtime_ns, 1_400_000_000_222_222_222)
-
-    def test_symlink_at_output_name_is_replaced(self):
-        root = self.copy_site()
-        css = os.path.join(root, "css", "app.css")
-        os.symlink(self.target, css + ".gz")
-        os.symlink(os.path.join(self.outside, "nowhere"), css + ".br")     # dangling
-        rnd = os.path.join(root, "assets", "random.bin")
-        os.symlink(self.target, rnd + ".gz")                               # not kept: link removed
-        outside_before = listing(self.outside)
-        self.run_ok(["-q", root])
-        data = read(css)
-        for ext, oracle in (("gz", gz_oracle), ("br", br_oracle)):
-            st = os.lstat(css + "." + ext)
-            self.assertTrue(stat.S_ISREG(st.st_mode), "app.css.%s is still a symlink" % ext)
-            self.assertEqual(read(css + "." + ext), oracle(data))
-        self.assertFalse(os.path.lexists(rnd + ".gz"), "a symlink at an unwanted output name must be removed")
-        self.assertTargetUntouched()
-        self.assertEqual(listing(self.outside), outside_before, "something was written outside the tree")
-
-    def test_symlink_to_file_is_compressed_beside_the_link(self):
-        root = self.copy_site()
-        os.symlink("app.js", os.path.join(root, "js", "alias.js"))
-        ext_css = os.path.join(self.outside, "ext.css")
-        write(ext_css, b".ext { color: blue; }\n" * 100)
-        os.symlink(ext_css, os.path.join(root, "css", "ext.css"))
-        outside_before = listing(self.outside)
-        self.run_ok(["-q", root])
-        for link, src in (("js/alias.js", "js/app.js"), ("css/ext.css", ext_css)):
-            data = read(os.path.join(root, src))
-            for ext, oracle in (("gz", gz_oracle), ("br", br_oracle)):
-                out = os.path.join(root, link + "." + ext)
-                self.assertTrue(stat.S_ISREG(os.lstat(out).st_mode), out)
-                self.assertEqual(read(out), oracle(data), out)
-            self.assertTrue(os.path.islink(os.path.join(root, link)), "the link itself was replaced")
-        self.assertEqual(listing(self.outside), outside_before, "outputs must be beside the link, not the target")
-
-    def make_linked_tree(self):
-        root = self.copy_site()
-        ext_dir = os.path.join(self.outside, "lib")
-        os.makedirs(ext_dir)
-        write(os.path.join(ext_dir, "lib.css"), b".lib { margin: 0; }\n" * 100)
-        os.symlink(ext_dir, os.path.join(root, "linked"))
-        os.symlink(".", os.path.join(root, "self"))                          # loop to the root
-        os.symlink("../../..", os.path.join(root, "vendor", "lib", "deep", "up"))  # loop to an ancestor
-        return root, ext_dir
-
-    def test_symlinked_dir_not_entered_without_follow(self):
-        root, ext_dir = self.make_linked_tree()
-        outside_before = listing(self.outside)
-        man = self.path("m.json")
-        self.run_ok(["-q", "--manifest", man, root], timeout=60)
-        self.assertEqual(listing(self.outside), outside_before)
-        paths = [e["path"] for e in load_manifest(man)[0]["files"]]
-        self.assertFalse([p for p in paths if p.startswith(("linked/", "self/", "vendor/lib/deep/up/"))], paths)
-        self.assertNotIn("linked", paths)
-
-    def test_follow_enters_links_and_survives_loops(self):
-        root, ext_dir = self.make_linked_tree()
-        man = self.path("m.json")
-        r = run(["-q", "--follow", "--manifest", man, root], timeout=60)
-        self.assertEqual(r.rc, 0, r)
-        out = os.path.join(root, "linked", "lib.css.gz")
-        self.assertTrue(os.path.isfile(out), "--follow did not enter the symlinked directory")
-        self.assertEqual(decode("gz", out), read(os.path.join(ext_dir, "lib.css")))
-        paths = [e["path"] for e in load_manifest(man)[0]["files"]]
-        self.assertIn("linked/lib.css", paths)
-        self.assertEqual(paths.count("vendor/lib/deep/x.js"), 1)
-        self.assertEqual(len(paths), len(set(paths)))
-        self.assertFalse([p for p in paths if p.startswith(("self/", "vendor/lib/deep/up/"))],
-                         "a loop was entered: %r" % paths)
 
 
 class TempFiles(PCTestCase):

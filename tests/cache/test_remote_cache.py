@@ -11,8 +11,8 @@ one empty server all come out right; credentials never show in argv, messages or
 Every tree a test checks is compared with the oracle (Python's gzip and brotli, and zstd's
 decoder): the bytes a run without any cache writes.
 
-    python3 tests/test_remote_cache.py Fast     (suite cli: a few seconds)
-    python3 tests/test_remote_cache.py Long     (suite long: the server killed mid-run, four
+    python3 tests/cache/test_remote_cache.py Fast     (suite cli: a few seconds)
+    python3 tests/cache/test_remote_cache.py Long     (suite long: the server killed mid-run, four
                                                  runs at once)
 """
 import sys
@@ -36,7 +36,7 @@ from pctest import fast_levels, level_args, PROGRAM, PCTestCase, classify, child
 fast_levels()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DOC = os.path.join(HERE, "..", "docs", "remote-cache.md")
+DOC = os.path.join(HERE, "..", "..", "docs", "remote-cache.md")
 USER, PASSWORD = "ci", "s3cr3t-pa55word-7b1e"
 TOKEN = "tok-4f0c9a1d2e3b5a6978"
 for k in ("PRECOMPRESS_CACHE_DIR", "PRECOMPRESS_CACHE_URL", "PRECOMPRESS_CACHE_TOKEN",

@@ -1,4 +1,4 @@
-"""Real projects, end to end: what tests/e2e/test_real_django.py and test_real_vite.py share.
+"""Real projects, end to end: what tests/serving/test_real_django.py and test_real_vite.py share.
 
 Each of those tests builds a project the way its users make one (`django-admin startproject`
 with real apps, `npm create vite`), three releases of it in a row, each compressed as its
@@ -303,7 +303,7 @@ class DjangoSite:
            self.env, what="django-admin startproject")
         self.manage("startapp", "shop")
         self.settings(
-            "\n# ---- tests/e2e/realproject.py: a production deploy\n"
+            "\n# ---- tests/serving/realproject.py: a production deploy\n"
             "INSTALLED_APPS += [%s, \"shop\"]\n"
             "DEBUG = False\n"
             "ALLOWED_HOSTS = [\"testserver\", \"127.0.0.1\", \"localhost\"]\n"
@@ -357,18 +357,18 @@ VITE_TEXT = {1: "Count is 0", 2: "Score is 0", 3: "Tally is 0"}
 
 def doc_scripts():
     """The "scripts" of docs/frontend.md's package.json block: the ```json block right after
-    the comment that names tests/e2e/test_real_vite.py."""
+    the comment that names tests/serving/test_real_vite.py."""
     with open(FRONTEND_DOC) as f:
         text = f.read()
-    m = re.search(r"^<!-- tests/e2e/test_real_vite\.py [^\n]*-->\n```json\n(.*?)^```$", text, re.S | re.M)
+    m = re.search(r"^<!-- tests/serving/test_real_vite\.py [^\n]*-->\n```json\n(.*?)^```$", text, re.S | re.M)
     if not m:
         raise AssertionError("docs/frontend.md has no ```json block after its comment naming "
-                             "tests/e2e/test_real_vite.py")
+                             "tests/serving/test_real_vite.py")
     return json.loads(m.group(1))["scripts"]
 
 
 class ViteApp:
-    """A copy of tests/e2e/projects/vite-vanilla (made by `npm create vite`), `npm ci`, with
+    """A copy of tests/serving/projects/vite-vanilla (made by `npm create vite`), `npm ci`, with
     docs/frontend.md's scripts added to its package.json; `npm run build` with the program
     under test first on PATH."""
 

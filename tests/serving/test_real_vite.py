@@ -2,9 +2,9 @@
 """End to end on a real Vite app: three `npm run build` releases compressed by the
 `postbuild` script docs/frontend.md gives, served by nginx, Apache httpd and Caddy configured
 from `precompress server-config ... --location /` as printed, taken by chromium and asked by
-curl (tests/e2e/realproject.py has the sequence and the checks).
+curl (tests/serving/realproject.py has the sequence and the checks).
 
-The app is tests/e2e/projects/vite-vanilla (made by `npm create vite`; its README line says
+The app is tests/serving/projects/vite-vanilla (made by `npm create vite`; its README line says
 which create-vite), copied, `npm ci` (the npm registry), and docs/frontend.md's package.json
 "scripts" added as they are (read from the doc): prebuild moves dist/ to dist-prev/ (and
 dist-prev/ to dist-prev2/), postbuild runs `precompress --dictionary-from dist-prev

@@ -49,7 +49,7 @@ SOURCE = os.path.dirname(os.path.dirname(HERE))
 EXAMPLE = os.path.join(SOURCE, "examples", "django")
 SNIPPET = os.path.join(EXAMPLE, "settings_storage.py")
 DOC = os.path.join(SOURCE, "docs", "django.md")
-CLIENT = os.path.join(HERE, "test_django.py")  # its --client mode: requests through Django's test client
+CLIENT = os.path.join(os.path.dirname(HERE), "serving", "test_django.py")  # its --client mode: requests through Django's test client
 
 # docs/django.md's install commands, run as they are in a copy of the clone.
 INSTALL = ["/usr/bin/python3 -m venv --system-site-packages venv",

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """--fsync: each output's data is fsynced before the call that puts it at its
-name (its rename, or the link of an unnamed one: tests/test_unnamed.py) and
+name (its rename, or the link of an unnamed one: tests/outputs/test_unnamed.py) and
 its directory after it (the manifest likewise), seen with strace; without it,
 no fsync."""
 import sys

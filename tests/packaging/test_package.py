@@ -72,7 +72,7 @@ import zipfile
 from pctest import PCTestCase, SITE, classify, debian_root, in_root, listing, main, walk_all
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(HERE)
+SOURCE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE, "python"))
 import build_backend  # noqa: E402
 
@@ -86,7 +86,7 @@ SDIST = "precompress-%s.tar.gz" % VERSION
 # and Django's admin files link to it.
 ROOT_PACKAGES = ["python3", "python3-venv", "python3-django", "python3-whitenoise", "python3-brotli", "libjs-jquery"]
 # docs/django.md's commands (test_doc_shows_the_commands), run here as they are: from a clone
-# (Pip, and tests/e2e/test_django_storage.py) and from a release's files (Chroot).
+# (Pip, and tests/packaging/test_django_storage.py) and from a release's files (Chroot).
 INSTALL_CLONE = "venv/bin/pip install '.[django]'"
 INSTALL_RELEASE = "--no-index --find-links /tmp/release 'precompress[django]'"
 OURS = "precompress.django.CompressedManifestStaticFilesStorage"

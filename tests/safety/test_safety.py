@@ -17,22 +17,19 @@ the tree:
   own bytes, never read back from output names another account may swap;
 - the cache is private (entries 0600, directories 0700), and one another
   user owns or others can write is refused (exit 2);
-- a directory swapped for a symlink mid-walk is not entered (without
-  --follow), and a tree deeper than PATH_MAX is walked and compressed:
-  every directory is opened below its parent's descriptor by its name.
+- a tree deeper than PATH_MAX is walked and compressed: every directory
+  is opened below its parent's descriptor by its name (a directory swapped
+  for a link mid-walk: selection/test_links.py).
 """
 import sys
 
 sys.dont_write_bytecode = True
-import fcntl
 import gzip
 import json
 import os
 import shutil
 import stat
-import struct
 import subprocess
-import termios
 import threading
 import time
 import unittest
@@ -592,78 +589,6 @@ class PrivateCache(PCTestCase):
                 self.assertEqual(cache_state(cache), before, "a refused cache was changed")
 
 
-F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-
-
-def pipe_bytes(fd):
-    """Bytes waiting in a pipe (FIONREAD)."""
-    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-
-
-class WalkSwap(PCTestCase):
-    def test_directory_swapped_for_a_symlink_mid_walk_is_not_entered(self):
-        """`mv a a.old; ln -s SECRET a` after the walk listed the root (so `a`
-        waits on its stack as a directory) and before it opened `a`. Nothing of SECRET may
-        reach the manifest, stdout or stderr, and nothing there is reaped or written.
-
-        The run is held at that point by its own -v lines: its stdout is a one-page pipe that
-        nobody reads until the swap is done, and the "skipped z/..." lines of z (2,000 empty
-        files, walked before a: the walk's stack) fill it, so the loop thread blocks inside z."""
-        secret = self.path("secret")
-        os.makedirs(secret)
-        with open(os.path.join(secret, "secret.js"), "wb") as f:
-            f.write(words_data(20000, seed=3))
-        # a temp name of ours, made before the run and not locked: a killed run's, to a walk
-        with open(os.path.join(secret, ".old.js.gz.AbC123.tmp"), "wb") as f:
-            f.write(b"half")
-        before = sorted(os.listdir(secret))
-        root = self.path("t")
-        a = os.path.join(root, "a")
-        os.makedirs(a)
-        with open(os.path.join(a, "real.js"), "wb") as f:
-            f.write(words_data(20000, seed=4))
-        z = os.path.join(root, "z")
-        os.makedirs(z)
-        for i in range(2000):
-            open(os.path.join(z, "e%05d" % i), "wb").close()
-        m = self.path("m.json")
-        rfd, wfd = os.pipe()
-        try:
-            size = fcntl.fcntl(wfd, F_SETPIPE_SZ, 4096)
-            with open(self.path("err"), "wb") as err:
-                p = subprocess.Popen([PROGRAM, "-v", "--manifest", m, root], stdin=subprocess.DEVNULL,
-                                     stdout=wfd, stderr=err, env=child_env())
-            os.close(wfd)
-            wfd = -1
-            deadline = time.time() + 60
-            while pipe_bytes(rfd) < size:
-                self.assertIsNone(p.poll(), "the run ended before its stdout filled")
-                self.assertLess(time.time(), deadline, "the run's stdout never filled")
-                time.sleep(0.005)
-            os.rename(a, a + ".old")
-            os.symlink(secret, a)
-            out = b""
-            while True:
-                chunk = os.read(rfd, 65536)
-                if not chunk:
-                    break
-                out += chunk
-            rc = p.wait(timeout=120)
-        finally:
-            os.close(rfd)
-            if wfd >= 0:
-                os.close(wfd)
-        with open(self.path("err"), "rb") as f:
-            err = f.read()
-        for name in (b"secret.js", b".old.js.gz"):
-            self.assertNotIn(name, out, "the link's target was listed")
-            self.assertNotIn(name, err, "the link's target was listed")
-        self.assertEqual(sorted(os.listdir(secret)), before, "wrote or removed in the link's target")
-        paths = [e["path"] for e in json.load(open(m))["files"]]
-        self.assertEqual([q for q in paths if not q.startswith("z/")], [],
-                         "entered a, which was a link when the walk came to it")
-        self.assertEqual(len(paths), 2000)
-        self.assertEqual(rc, 0, err)
 
 
 class DeepTree(PCTestCase):

@@ -53,7 +53,7 @@ class Base(PCTestCase):
         names = ["precompress-%s-linux-%s.tar.gz" % (v, a) for a in ARCHES]
         names += ["precompress-%s-%s.whl" % (v, WHEEL_TAG.format(a)) for a in ARCHES]
         names += ["precompress-%s.tar.gz" % v, "precompress-%s-oci.tar" % v, "SHA256SUMS"]
-        # the npm packages (tests/test_npm.py checks what they hold)
+        # the npm packages (tests/packaging/test_npm.py checks what they hold)
         names += ["precompress-cli-%s.tgz" % v] + ["precompress-cli-linux-%s-%s.tgz" % (a, v) for a in ("x64", "arm64")]
         return sorted(names)
 
