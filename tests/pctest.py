@@ -272,6 +272,28 @@ def read_at(dfd, name):
         os.close(fd)
 
 
+def wait_open(pid, path, timeout=60):
+    """True once process pid has `path` open (a path ending in "/": any file below that
+    directory); False if the process ended first or the timeout passed. What a test waits
+    for before it acts on a run mid-work, in place of a guess at how long the run takes."""
+    below = path.endswith("/")
+    deadline = time.monotonic() + timeout
+    fddir = "/proc/%d/fd" % pid
+    while time.monotonic() < deadline:
+        try:
+            for fd in os.listdir(fddir):
+                try:
+                    target = os.readlink(os.path.join(fddir, fd))
+                except OSError:
+                    continue
+                if target.startswith(path) if below else target == path:
+                    return True
+        except OSError:
+            return False
+        time.sleep(0.0005)
+    return False
+
+
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 

@@ -33,7 +33,7 @@ import unittest
 
 from pctest import (PROGRAM, PCTestCase, Result, br_oracle, child_env, decode, gz_oracle,
                     have_zstd_build, listing, load_manifest, main, make_world_accessible, manifest_by_path,
-                    read, run, skipped_total, source_snapshot, walk_all, words_data, write)
+                    read, run, skipped_total, wait_open, source_snapshot, walk_all, words_data, write)
 
 HAVE_SETPRIV = shutil.which("setpriv") is not None
 PATH_MAX = 4096  # with its NUL: the longest path is 4095 bytes
@@ -52,25 +52,6 @@ def about(line, path):
     d, b = os.path.split(path)
     return os.path.dirname(named) == d and re.fullmatch(
         r"\." + re.escape(b) + r"\.(gz|br|zst)\.[A-Za-z0-9]{6}\.tmp", os.path.basename(named)) is not None
-
-
-def wait_open(pid, path, timeout=60):
-    """True once process pid has `path` open; False if it ended first."""
-    deadline = time.monotonic() + timeout
-    fddir = "/proc/%d/fd" % pid
-    while time.monotonic() < deadline:
-        try:
-            for fd in os.listdir(fddir):
-                try:
-                    if os.readlink(os.path.join(fddir, fd)) == path:
-                        return True
-                except OSError:
-                    pass
-        except OSError:
-            return False
-        time.sleep(0.0005)
-    return False
-
 
 
 class Base(PCTestCase):

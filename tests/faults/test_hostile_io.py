@@ -15,7 +15,7 @@ import subprocess
 import time
 import unittest
 
-from pctest import (fast_levels, PCTestCase, PROGRAM, child_env, decode, listing, load_manifest, main, manifest_by_path,
+from pctest import (fast_levels, wait_open, PCTestCase, PROGRAM, child_env, decode, listing, load_manifest, main, manifest_by_path,
                     read, run, walk_all, words_data, write)
 
 # The manifest and the tree alone: no content cache from the environment.
@@ -322,7 +322,9 @@ class Signals(Base):
         p = subprocess.Popen([PROGRAM, "-q", "-j", "2", "--manifest", man, root], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=child_env(),
                              preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
-        time.sleep(0.7)
+        # mid-work: a part is open (its brotli 11 takes seconds)
+        self.assertTrue(wait_open(p.pid, root + "/"), "the run never opened a file")
+        time.sleep(0.05)
         p.send_signal(signal.SIGHUP)
         try:
             out, err = p.communicate(timeout=20)
@@ -334,14 +336,15 @@ class Signals(Base):
         self.check_stopped(root, man)
 
     def test_sighup_ignored_by_nohup_is_left_alone(self):
-        root = self.big_tree(n=2, size=768 * 1024)
+        root = self.big_tree(n=2, size=256 * 1024)
         man = self.path("m.json")
 
         def nohup():
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
         p = subprocess.Popen([PROGRAM, "-q", "-j", "2", "--manifest", man, root], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=child_env(), preexec_fn=nohup)
-        time.sleep(0.3)
+        # mid-work: a part is open (its brotli 11 takes a fraction of a second)
+        self.assertTrue(wait_open(p.pid, root + "/"), "the run never opened a file")
         p.send_signal(signal.SIGHUP)
         out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 0, err)

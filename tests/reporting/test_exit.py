@@ -11,7 +11,7 @@ import subprocess
 import time
 import unittest
 
-from pctest import (fast_levels, full_only, HERE, NOBODY, PCTestCase, PROGRAM, Result, decode, listing, load_manifest, main,
+from pctest import (fast_levels, full_only, wait_open, HERE, NOBODY, PCTestCase, PROGRAM, Result, decode, listing, load_manifest, main,
                     make_world_accessible, manifest_by_path, project_version, run, source_snapshot,
                     temp_leftovers, walk_all, words_data)
 
@@ -223,7 +223,8 @@ class ChangedDuringRead(PCTestCase):
             f.write(words_data(int(4.5 * 1024 * 1024), seed=11))
         args = ["--json", root]
         p = subprocess.Popen([PROGRAM] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(0.5)
+        self.assertTrue(wait_open(p.pid, big), "the run never opened %s" % big)
+        time.sleep(0.05)
         how(big)
         try:
             out, err = p.communicate(timeout=120)
@@ -259,7 +260,9 @@ class Signals(PCTestCase):
             with open(os.path.join(root, "part%d.txt" % i), "wb") as f:
                 f.write(words_data(1536 * 1024, seed=i))
         p = subprocess.Popen([PROGRAM, "-q", "-j", "2", root], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(0.7)
+        # mid-work: a part is open (its brotli 11 takes seconds)
+        self.assertTrue(wait_open(p.pid, root + "/"), "the run never opened a file")
+        time.sleep(0.05)
         p.send_signal(sig)
         try:
             out, err = p.communicate(timeout=60)
