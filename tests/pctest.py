@@ -20,6 +20,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import stat
 import struct
 import subprocess
@@ -292,6 +293,26 @@ def wait_open(pid, path, timeout=60):
             return False
         time.sleep(0.0005)
     return False
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now, for a server a test starts."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def hashed(name, data, n=12):
+    """name with n hex digits of data's hash before its extension, as build tools name files
+    (Django's app.3f2a1b9c8d7e.js)."""
+    stem, ext = name.rsplit(".", 1)
+    return "%s.%s.%s" % (stem, hashlib.md5(data).hexdigest()[:n], ext)
+
+
+def deltas_of(root):
+    """The deltas (.dcz, .dcb) below root, sorted."""
+    return sorted(os.path.join(d, n) for d, _, names in os.walk(root)
+                  for n in names if n.endswith((".dcz", ".dcb")))
 
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)

@@ -30,7 +30,7 @@ import threading
 import time
 import unittest
 
-from pctest import fast_levels, level_args, PROGRAM, PCTestCase, classify, child_env, decode, main, run, walk_all, words_data
+from pctest import fast_levels, free_port, level_args, PROGRAM, PCTestCase, classify, child_env, decode, main, run, walk_all, words_data
 
 # Bytes are not this module's point (pctest.fast_levels).
 fast_levels()
@@ -43,12 +43,6 @@ for k in ("PRECOMPRESS_CACHE_DIR", "PRECOMPRESS_CACHE_URL", "PRECOMPRESS_CACHE_T
           "PRECOMPRESS_CACHE_AUTH", "PRECOMPRESS_CACHE_READ_ONLY", "http_proxy", "https_proxy",
           "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
     os.environ.pop(k, None)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, timeout=10):

@@ -16,7 +16,7 @@ import random
 import shutil
 import subprocess
 
-from pctest import fast_levels, PCTestCase, main, make_world_accessible, read, run, store_rows, write
+from pctest import deltas_of, fast_levels, hashed, PCTestCase, main, make_world_accessible, read, run, store_rows, write
 
 # Bytes are not this module's point (pctest.fast_levels).
 fast_levels(zstd_level=3)
@@ -43,11 +43,6 @@ def program(seed, n=3000, edits=15):
     return ("\n".join(lines) + "\n").encode()
 
 
-def hashed(name, data, n=12):
-    stem, ext = name.rsplit(".", 1)
-    return "%s.%s.%s" % (stem, hashlib.md5(data).hexdigest()[:n], ext)
-
-
 def make_release(root, seed):
     """A release as a build tool lays it out: Django- and webpack-hashed names,
     a Vite-style name, an unhashed file and a file the same in every release."""
@@ -65,15 +60,6 @@ def make_release(root, seed):
         os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
         write(os.path.join(root, rel), data)
     return files
-
-
-def deltas_of(root):
-    out = []
-    for d, _, names in os.walk(root):
-        for n in names:
-            if n.endswith(".dcz") or n.endswith(".dcb"):
-                out.append(os.path.join(d, n))
-    return sorted(out)
 
 
 class Deltas(PCTestCase):

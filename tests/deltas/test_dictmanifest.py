@@ -18,7 +18,7 @@ import random
 import shutil
 import subprocess
 
-from pctest import fast_levels, PCTestCase, main, read, run, write
+from pctest import deltas_of as all_deltas_of, fast_levels, PCTestCase, main, read, run, write
 
 # Bytes are not this module's point (pctest.fast_levels).
 fast_levels()
@@ -93,11 +93,7 @@ def lay_out(root, files, extra=None, version="1.0"):
 def deltas_of(root):
     """The deltas below root, but staticfiles.json's own (paired by its path, kept or not as
     its few hundred bytes happen to compress): not what these tests are about."""
-    out = []
-    for d, _, names in os.walk(root):
-        out += [os.path.join(d, n) for n in names
-                if n.endswith((".dcz", ".dcb")) and not n.startswith("staticfiles.json.")]
-    return sorted(out)
+    return [p for p in all_deltas_of(root) if not os.path.basename(p).startswith("staticfiles.json.")]
 
 
 def has_dcb():

@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 
-from pctest import fast_levels, full_only, NOBODY, PROGRAM, SETPRIV, PCTestCase, child_env, main, read, run, sanitized_build, write
+from pctest import deltas_of, fast_levels, full_only, NOBODY, PROGRAM, SETPRIV, PCTestCase, child_env, main, read, run, sanitized_build, write
 
 # Bytes are not this module's point (pctest.fast_levels).
 fast_levels()
@@ -133,11 +133,6 @@ def program(seed, n=1500, edits=12, salt="f"):
         k = rr.randrange(n)
         lines[k] = "function %s%d(a, b) { return a - %d; }" % (salt, k, rr.randint(100, 999))
     return ("\n".join(lines) + "\n").encode()
-
-
-def deltas_of(root):
-    return sorted(os.path.join(d, n) for d, _, names in os.walk(root)
-                  for n in names if n.endswith((".dcz", ".dcb")))
 
 
 def by_path(manifest):

@@ -35,13 +35,12 @@ import shutil
 import subprocess
 import time
 
-from pctest import PROGRAM, PCTestCase, decode, read, run, write
+from pctest import PROGRAM, SRC_ROOT, PCTestCase, decode, free_port, read, run, write
 from test_delta_serving import (ACCEPT_ALL, MAGIC_DCB, MAGIC_DCZ, Apache, Caddy, Nginx,
                                 apache_binary, chromium_binary, chromium_dom, chromium_first_visit)
-from test_serving import accepted, find_binary, free_port, nginx_brotli_module
+from test_serving import accepted, find_binary, nginx_brotli_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC_ROOT = os.path.dirname(os.path.dirname(HERE))
 # Debian's interpreter, never a python3 found on PATH (pyenv's has no Django).
 DEBIAN_PYTHON = "/usr/bin/python3"
 # The Python package, used from the source tree (PYTHONPATH): no pip build.

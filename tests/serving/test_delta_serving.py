@@ -75,9 +75,9 @@ import subprocess
 import unittest
 import urllib.parse
 
-from pctest import full_only, PCTestCase, main, read, run, write
+from pctest import full_only, PCTestCase, free_port, hashed, main, read, run, write
 from test_serving import (APACHE_MODULES, DEBIAN_MIME_CONF, Server, caddy_env, find_binary,
-                          free_port, indent, readme_snippet)
+                          indent, readme_snippet)
 
 MAGIC_DCZ = bytes.fromhex("5e2a4d1820000000")
 MAGIC_DCB = bytes.fromhex("ff444342")
@@ -111,11 +111,6 @@ def style(release):
                     for i in range(1500))
     return ("/* release %d */\nbody { background: #%s; }\n%s"
             % (release, "fff" if release == 1 else "eee", rules)).encode()
-
-
-def hashed(name, data):
-    stem, ext = name.rsplit(".", 1)
-    return "%s.%s.%s" % (stem, hashlib.md5(data).hexdigest()[:12], ext)
 
 
 def sha256(data):

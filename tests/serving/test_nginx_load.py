@@ -24,21 +24,16 @@ import sys
 
 sys.dont_write_bytecode = True
 
-import hashlib
 import os
 import time
 
-from pctest import PCTestCase, main, run, words_data, write
+from pctest import PCTestCase, free_port, hashed, main, run, words_data, write
 from realproject import (ACCEPT_ALL, available, curl, decode_delta, delta_id, match_fits, match_of,
                          missing, server_config)
 from test_delta_serving import Nginx
-from test_serving import find_binary, free_port
+from test_serving import find_binary
 
 LOCATION = "/static/"
-
-
-def hashed(stem, ext, data):
-    return "%s.%s.%s" % (stem, hashlib.md5(data).hexdigest()[:12], ext)
 
 
 def rss_kib(pid):
@@ -67,7 +62,7 @@ class NginxLoad(PCTestCase):
         for rel in (1, 2):
             for d, stem, ext, one, two in files:
                 data = one if rel == 1 else two
-                name = hashed(stem, ext, data)
+                name = hashed("%s.%s" % (stem, ext), data)
                 path = self.path("site%d" % rel, "static", d, name)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 write(path, data)

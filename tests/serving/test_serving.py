@@ -39,9 +39,8 @@ import time
 import unittest
 import urllib.parse
 
-from pctest import PCTestCase, decode, fsb, have_zstd_build, main, run
+from pctest import SRC_ROOT, PCTestCase, decode, free_port, fsb, have_zstd_build, main, run
 
-SRC_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = os.path.join(SRC_ROOT, "README.md")
 SECTION = "## Serving the outputs"
 
@@ -108,12 +107,6 @@ def find_binary(name):
         if os.access(p, os.X_OK):
             return p
     return None
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def source_files(root):
