@@ -7,7 +7,7 @@
 # (default: PRECOMPRESS_RELEASE, as dist/release.sh made it); RUNS (5);
 # APPS ("small big").
 #
-# Apps: small is tests/packaging/npm-projects/vanilla-app as create-vite made it; big
+# Apps: small is tests/projects/vanilla-app as create-vite made it; big
 # is the same app importing three, echarts, @faker-js/faker (every locale)
 # and monaco-editor whole, so that the build writes many MiB of JavaScript
 # in many files. Each app is installed once with every plugin; then, RUNS
@@ -108,7 +108,7 @@ setup_app() {
   [ -f "$d/.ready" ] && return 0
   rm -rf "$d"
   mkdir -p "$d"
-  cp -r "$root/tests/packaging/npm-projects/vanilla-app/." "$d/"
+  cp -r "$root/tests/projects/vanilla-app/." "$d/"
   (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   local extra=()
   if [ "$app" = big ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The release's npm packages (dist/npm_pack.py, made by dist/release.sh), installed as a
-frontend project installs them, into the Vite projects of tests/packaging/npm-projects/ (create-vite's
+frontend project installs them, into the Vite projects of tests/projects/ (create-vite's
 templates, committed with their lock files):
 
 - Packages: the three tarballs are in SHA256SUMS; the platform packages hold the release's
@@ -55,7 +55,7 @@ import unittest
 from pctest import PROGRAM, SRC_ROOT, PCTestCase, decode, main, sha256, words_data
 
 RELEASE = os.environ.get("PRECOMPRESS_RELEASE", "")
-PROJECTS = os.path.join(SRC_ROOT, "tests", "packaging", "npm-projects")
+PROJECTS = os.path.join(SRC_ROOT, "tests", "projects")
 ARCHES = {"x86_64": "x64", "aarch64": "arm64"}
 OUT_RE = re.compile(r"\.(gz|br|zst)$")
 DELTA_RE = re.compile(r"\.[0-9a-f]{16}\.dc[bz]$")

@@ -343,7 +343,7 @@ class DjangoSite:
 # A Vite app
 # ----------------------------------------------------------------------------
 
-VITE_PROJECT = os.path.join(HERE, "projects", "vite-vanilla")
+VITE_PROJECT = os.path.join(SRC_ROOT, "tests", "projects", "vanilla-app")
 FRONTEND_DOC = os.path.join(SRC_ROOT, "docs", "frontend.md")
 # The release's changes: release 2 and 3 replace the first text with theirs (the same length,
 # so that release 3's deltas against release 2 and against release 1 come out alike).
@@ -367,7 +367,7 @@ def doc_scripts():
 
 
 class ViteApp:
-    """A copy of tests/serving/projects/vite-vanilla (made by `npm create vite`), `npm ci`, with
+    """A copy of tests/projects/vanilla-app (made by `npm create vite`), `npm ci`, with
     docs/frontend.md's scripts added to its package.json; `npm run build` with the program
     under test first on PATH."""
 

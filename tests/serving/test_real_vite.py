@@ -4,7 +4,7 @@
 from `precompress server-config ... --location /` as printed, taken by chromium and asked by
 curl (tests/serving/realproject.py has the sequence and the checks).
 
-The app is tests/serving/projects/vite-vanilla (made by `npm create vite`; its README line says
+The app is tests/projects/vanilla-app (made by `npm create vite`; its README line says
 which create-vite), copied, `npm ci` (the npm registry), and docs/frontend.md's package.json
 "scripts" added as they are (read from the doc): prebuild moves dist/ to dist-prev/ (and
 dist-prev/ to dist-prev2/), postbuild runs `precompress --dictionary-from dist-prev
