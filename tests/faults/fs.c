@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -46,15 +47,19 @@ static int real_linkat(int olddirfd, const char *oldpath, int newdirfd,
   return (int)syscall(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags);
 }
 
+/* One line per refusal, written by one write(): two workers refusing at once
+ * append whole lines (O_APPEND), never one's word inside the other's line. */
 static void note(const char *what) {
   const char *log = getenv("PC_FAULT_FS_LOG");
-  int fd, e = errno;
+  char line[64];
+  int fd, n, e = errno;
 
-  if (log == NULL ||
+  n = snprintf(line, sizeof line, "%s\n", what);
+  if (log == NULL || n < 0 || (size_t)n >= sizeof line ||
       (fd = real_openat(AT_FDCWD, log,
                         O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
     return;
-  if (write(fd, what, strlen(what)) < 0 || write(fd, "\n", 1) < 0) {
+  if (write(fd, line, (size_t)n) < 0) {
   }
   close(fd);
   errno = e;
