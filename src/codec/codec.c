@@ -71,15 +71,20 @@ struct pc__enc {
 #define MEM_BIG ((size_t)1 << 20)
 #define MEM_HDR ((size_t)16)
 
+static void *take_block(pc__spares_t *sp, size_t len);
+static int keep_block(pc__spares_t *sp, void *p, size_t len);
+
+/* opaque: the run's spares, whose freed big blocks it reuses (NULL: none). */
 static void *mem_alloc(void *opaque, size_t n) {
   unsigned char *p;
   size_t len = 0;
 
-  (void)opaque;
   if (n > SIZE_MAX - MEM_HDR - 4096)
     return NULL;
   if (n + MEM_HDR >= MEM_BIG) {
     len = n + MEM_HDR;
+    if ((p = take_block(opaque, len)) != NULL)
+      return p + MEM_HDR; /* its header already says len */
     p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
              0);
     if (p == MAP_FAILED) {
@@ -100,14 +105,13 @@ static void mem_free(void *opaque, void *q) {
   unsigned char *p;
   size_t len;
 
-  (void)opaque;
   if (q == NULL)
     return;
   p = (unsigned char *)q - MEM_HDR;
   memcpy(&len, p, sizeof(len));
   if (len == 0)
     free(p);
-  else
+  else if (!keep_block(opaque, p, len))
     munmap(p, len);
 }
 
@@ -117,7 +121,30 @@ static void mem_free(void *opaque, void *q) {
  * input is about 90 MB). At most `cap` of each kind, as many as the run
  * has jobs: one per worker is all that can be in use at once. Deflate
  * states are kept only at the run's gzip level.
+ *
+ * Also the big blocks (mem_alloc's mappings) a brotli encoder held when
+ * it was freed, for the next encoder that asks for one of the same length.
+ * brotli below quality 10 maps a hash table of 1 MiB (quality 5) to 32 MiB
+ * (quality 9) for every file and touches a page of it for each position it
+ * hashes: in a fresh mapping each is a page fault and a page zeroed, which
+ * cost more than compressing a small file (a 2 KiB file at quality 9
+ * touched 5 MiB of it). One quality asks for the same lengths file after
+ * file, so only an exact length is taken. What stays true of memory: a
+ * block is kept only as its encoder is freed (never while one compresses,
+ * whose peak is what pc__enc_mem() counts), and a worker's first request
+ * that finds no block of its length gives back every block that worker
+ * left: a worker holds at most the blocks of its last encoder until its
+ * next one asks for something else. At most 2 * cap blocks, each at most
+ * MEM_KEEP_MAX, the oldest given back first.
  */
+#define MEM_KEEP_MAX ((size_t)64 << 20)
+
+typedef struct {
+  void *p;
+  size_t len;
+  uv_thread_t owner; /* the worker whose encoder left it */
+} block_t;
+
 struct pc__spares {
   uv_mutex_t lock;
   unsigned cap;
@@ -128,7 +155,76 @@ struct pc__spares {
   unsigned nzst;
   ZSTD_CCtx **zst;
 #endif
+  unsigned nblk; /* oldest first */
+  block_t *blk;  /* 2 * cap */
 };
+
+/* Set by a worker while it frees its brotli encoder: the only time
+ * mem_free() keeps a block.
+ */
+static _Thread_local int keeping;
+
+static void drop_block(pc__spares_t *sp, unsigned k) {
+  memmove(&sp->blk[k], &sp->blk[k + 1],
+          (sp->nblk - k - 1) * sizeof(sp->blk[0]));
+  sp->nblk--;
+}
+
+/* A kept block of exactly len bytes (its header included), or NULL after
+ * giving back the blocks the calling worker left.
+ */
+static void *take_block(pc__spares_t *sp, size_t len) {
+  block_t mine[8];
+  unsigned k, n = 0;
+  uv_thread_t self;
+  void *p = NULL;
+
+  if (sp == NULL)
+    return NULL;
+  self = uv_thread_self();
+  uv_mutex_lock(&sp->lock);
+  for (k = sp->nblk; k-- > 0;) /* newest first: its pages are warmest */
+    if (sp->blk[k].len == len) {
+      p = sp->blk[k].p;
+      drop_block(sp, k);
+      break;
+    }
+  if (p == NULL)
+    for (k = sp->nblk; k-- > 0;)
+      if (n < PC__ARRAY_SIZE(mine) &&
+          uv_thread_equal(&sp->blk[k].owner, &self)) {
+        mine[n++] = sp->blk[k];
+        drop_block(sp, k);
+      }
+  uv_mutex_unlock(&sp->lock);
+  for (k = 0; k < n; k++)
+    munmap(mine[k].p, mine[k].len);
+  return p;
+}
+
+/* Keeps the mapping p of len bytes for a later take_block(): 1, or 0 when
+ * it is not kept (the caller unmaps it). A full list gives back its oldest.
+ */
+static int keep_block(pc__spares_t *sp, void *p, size_t len) {
+  block_t old;
+
+  if (sp == NULL || !keeping || len > MEM_KEEP_MAX || sp->cap == 0)
+    return 0;
+  old.p = NULL;
+  uv_mutex_lock(&sp->lock);
+  if (sp->nblk == 2 * sp->cap) {
+    old = sp->blk[0];
+    drop_block(sp, 0);
+  }
+  sp->blk[sp->nblk].p = p;
+  sp->blk[sp->nblk].len = len;
+  sp->blk[sp->nblk].owner = uv_thread_self();
+  sp->nblk++;
+  uv_mutex_unlock(&sp->lock);
+  if (old.p != NULL)
+    munmap(old.p, old.len);
+  return 1;
+}
 
 static void gz_destroy(z_stream *z) {
   if (z != NULL) {
@@ -152,6 +248,8 @@ int pc__spares_new(pc__spares_t **out, unsigned cap, int gz_level) {
   if ((sp->zst = calloc(cap ? cap : 1, sizeof(*sp->zst))) == NULL)
     goto fail;
 #endif
+  if ((sp->blk = calloc(cap ? 2 * (size_t)cap : 1, sizeof(*sp->blk))) == NULL)
+    goto fail;
   if ((err = uv_mutex_init(&sp->lock)) != 0)
     goto fail;
   *out = sp;
@@ -161,6 +259,7 @@ fail:
 #if PC_HAVE_ZSTD
   free(sp->zst);
 #endif
+  free(sp->blk);
   free(sp);
   return err;
 }
@@ -175,9 +274,12 @@ void pc__spares_free(pc__spares_t *sp) {
   free(sp->gz);
 #if PC_HAVE_ZSTD
   for (k = 0; k < sp->nzst; k++)
-    ZSTD_freeCCtx(sp->zst[k]);
+    ZSTD_freeCCtx(sp->zst[k]); /* its blocks come back to the list */
   free(sp->zst);
 #endif
+  for (k = 0; k < sp->nblk; k++)
+    munmap(sp->blk[k].p, sp->blk[k].len);
+  free(sp->blk);
   uv_mutex_destroy(&sp->lock);
   free(sp);
 }
@@ -427,7 +529,7 @@ static int br_init(pc__enc_t *e, int level, uint64_t in_size) {
 
   if ((err = br_room(level, in_size)) != 0)
     return err;
-  s = BrotliEncoderCreateInstance(mem_alloc, mem_free, NULL);
+  s = BrotliEncoderCreateInstance(mem_alloc, mem_free, e->spares);
   if (s == NULL)
     return -ENOMEM;
   /* What brotli derives itself when the whole input comes in one call:
@@ -658,7 +760,9 @@ void pc__enc_free(pc__enc_t *e) {
       put_gz(e->spares, e->u.gz.z, e->u.gz.level);
     break;
   case PC_BR:
+    keeping = 1; /* its blocks to the run's spares, for the next file */
     BrotliEncoderDestroyInstance(e->u.br);
+    keeping = 0;
     break;
 #if PC_HAVE_ZSTD
   case PC_ZST: {

@@ -1,7 +1,8 @@
-/* Preloaded by tests/outputs/test_unnamed.py (never part of the program): stands
- * in for the file systems and kernels the output protocol's unnamed files
- * (src/fs/out.c, O_TMPFILE + linkat) must fall back on, which this machine's
- * ext4 and tmpfs are not. Each behaviour is asked for by the environment:
+/* Preloaded by tests/outputs/test_unnamed.py (never part of the program):
+ * stands in for the file systems and kernels the output protocol's unnamed
+ * files (src/fs/out.c, O_TMPFILE + linkat) must fall back on, which this
+ * machine's ext4 and tmpfs are not. Each behaviour is asked for by the
+ * environment:
  *
  *   PC_FAULT_NO_TMPFILE  openat(O_TMPFILE) fails with EOPNOTSUPP, as on
  *                        NFS or a FUSE file system without it;
