@@ -651,9 +651,10 @@ static int remote_env(cli_args_t *args) {
     return 1;
   }
   if (pc_remote_version() == NULL) {
-    cli_report_msg(NULL, "--cache-url: this build has no libcurl (built with "
-                         "-Dcurl=disabled, -Dstatic=true, or without "
-                         "libcurl4-openssl-dev) (see 'precompress --help')");
+    cli_report_msg(NULL, "--cache-url: no libcurl (built without it: "
+                         "-Dcurl=disabled, -Dstatic=true, no "
+                         "libcurl4-openssl-dev; or libcurl.so.4 cannot be "
+                         "loaded) (see 'precompress --help')");
     return 1;
   }
   if ((ro = env_flag("PRECOMPRESS_CACHE_READ_ONLY")) < 0) {

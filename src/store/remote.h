@@ -60,10 +60,9 @@ typedef struct pc__remote_stats {
                         answering a lookup", curl's message */
 } pc__remote_stats_t;
 
-/* 1 when this build has libcurl (else pc__remote_open is PC_ENOCURL). */
-int pc__remote_available(void);
-
-/* "libcurl 7.88.1 with OpenSSL/3.0.15", or NULL without libcurl. */
+/* "libcurl 7.88.1 with OpenSSL/3.0.15", or NULL without libcurl (a build
+ * without it, or one whose libcurl cannot be loaded).
+ */
 const char *pc__remote_version(void);
 
 /* Starts the remote's thread. No request is made before the first lookup

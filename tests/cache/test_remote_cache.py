@@ -451,6 +451,26 @@ class Fast(Base):
         r = run(self.args("-q", "--cache-url", url, self.tree("u", seed=3)))
         self.assertEqual((r.rc, r.err), (0, ""), r)
 
+    def test_libcurl_that_cannot_be_loaded(self):
+        """A program that loads libcurl on first use, on a machine where it cannot: --version
+        says there is no remote cache, --cache-url is refused before anything is read or
+        written, and a run without it never asks for libcurl."""
+        so = os.environ.get("PC_FAULT_NOCURL_SO")
+        if not so:
+            self.skipTest("libcurl is linked in (a static build, or one without libcurl)")
+        env = {"LD_PRELOAD": so}
+        r = run(["--version"], env=env)
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("remote cache: none, no libcurl)", r.out, r)
+        root = self.tree("t")
+        before = walk_all(root)
+        r = run(["--cache-url", "http://127.0.0.1:%d/cache" % free_port(), root], env=env)
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("libcurl.so.4 cannot be loaded", r.err, r)
+        self.assertEqual(walk_all(root), before, "a refused run wrote")
+        r = run(["-q", root], env=env)
+        self.assertEqual((r.rc, r.err), (0, ""), r)
+
     def test_cheap_files_not_asked_for(self):
         """gzip alone on files of a few KiB is faster than a request: no lookup, no store."""
         srv = self.nginx()
