@@ -458,7 +458,9 @@ class Fast(Base):
         so = os.environ.get("PC_FAULT_NOCURL_SO")
         if not so:
             self.skipTest("libcurl is linked in (a static build, or one without libcurl)")
-        env = {"LD_PRELOAD": so}
+        # A sanitizer's runtime wants to come first among the preloaded libraries.
+        asan = child_env().get("ASAN_OPTIONS", "")
+        env = {"LD_PRELOAD": so, "ASAN_OPTIONS": (asan + ":verify_asan_link_order=0").lstrip(":")}
         r = run(["--version"], env=env)
         self.assertEqual(r.rc, 0, r)
         self.assertIn("remote cache: none, no libcurl)", r.out, r)
