@@ -34,6 +34,7 @@
 
 struct pc__enc {
   pc_format_t fmt;
+  int level;
   int finished;
   pc__spares_t *spares; /* where its deflate or zstd state goes back */
   union {
@@ -129,13 +130,20 @@ static void mem_free(void *opaque, void *q) {
  * hashes: in a fresh mapping each is a page fault and a page zeroed, which
  * cost more than compressing a small file (a 2 KiB file at quality 9
  * touched 5 MiB of it). One quality asks for the same lengths file after
- * file, so only an exact length is taken. What stays true of memory: a
- * block is kept only as its encoder is freed (never while one compresses,
- * whose peak is what pc__enc_mem() counts), and a worker's first request
- * that finds no block of its length gives back every block that worker
- * left: a worker holds at most the blocks of its last encoder until its
- * next one asks for something else. At most 2 * cap blocks, each at most
- * MEM_KEEP_MAX, the oldest given back first.
+ * file, so only an exact length is taken. What stays true of memory, which
+ * the run's estimates do not count these blocks in:
+ * - a block is kept only as its encoder is freed, never while one
+ *   compresses (whose peak is what pc__enc_mem() counts);
+ * - only from encoders of quality 5..9, whose first big request is their
+ *   hash table (1 MiB and up): so the next encoder of the run (one quality
+ *   for all) asks at once, and a worker whose request finds none gives
+ *   back every block it left. A worker holds at most its last encoder's
+ *   blocks, until its next one starts;
+ * - pc__spares_trim() gives back every block when a worker has nothing to
+ *   do (the run's loop calls it), so an idle worker holds none while the
+ *   others run, under a memory limit too;
+ * - at most 2 * cap blocks, each at most MEM_KEEP_MAX, the oldest given
+ *   back first.
  */
 #define MEM_KEEP_MAX ((size_t)64 << 20)
 
@@ -224,6 +232,23 @@ static int keep_block(pc__spares_t *sp, void *p, size_t len) {
   if (old.p != NULL)
     munmap(old.p, old.len);
   return 1;
+}
+
+void pc__spares_trim(pc__spares_t *sp) {
+  block_t b;
+
+  if (sp == NULL)
+    return;
+  for (;;) {
+    uv_mutex_lock(&sp->lock);
+    if (sp->nblk == 0) {
+      uv_mutex_unlock(&sp->lock);
+      return;
+    }
+    b = sp->blk[--sp->nblk];
+    uv_mutex_unlock(&sp->lock);
+    munmap(b.p, b.len);
+  }
 }
 
 static void gz_destroy(z_stream *z) {
@@ -504,13 +529,34 @@ static const struct {
                     {1024, 24}, {2048, 35}, {2560, 40}, {4096, 54},
                     {8192, 68}, {16384, 72}};
 
+/* brotli 0..9's hash table for a 4 MiB window, as brotli 1.0.9 and 1.1
+ * choose it (encode.c, ChooseHasher): bytes.
+ */
+static uint64_t br_hasher(int level, uint64_t in_size) {
+  int big = in_size >= ((uint64_t)1 << 20), bucket;
+
+  if (level < 4)
+    return (uint64_t)256 << 10; /* H2, H3, the one-pass table */
+  if (level == 4)               /* H54, H4 */
+    return big ? (uint64_t)4 << 20 : (uint64_t)512 << 10;
+  bucket = big || level >= 7 ? 15 : 14; /* H6, H5: 4 bytes a slot */
+  return ((uint64_t)4 << (bucket + level - 1)) + ((uint64_t)2 << bucket);
+}
+
 static uint64_t br_mem(int level, uint64_t in_size) {
   size_t k, n = PC__ARRAY_SIZE(br_mem_table);
   uint64_t kib = in_size >> 10;
 
-  if (level < 10) /* no optimal parser: the window and the hash tables */
-    return ((uint64_t)8 << 20) +
-           (in_size < ((uint64_t)4 << 20) ? in_size : ((uint64_t)4 << 20));
+  /* No optimal parser: the hash table, and what grows with a metablock
+   * (up to 16 MiB of input): measured, the process's peak RSS above an
+   * idle one on generated text of 64 KiB to 9 MB, at most 4.6 times the
+   * input at 4..9 (1.4 at 2) beside the hash table, and 2 MiB to spare.
+   */
+  if (level < 10)
+    return ((uint64_t)2 << 20) + br_hasher(level, in_size) +
+           (level < 4 ? 2 : 5) * (in_size < ((uint64_t)16 << 20)
+                                      ? in_size
+                                      : ((uint64_t)16 << 20));
   if (kib >= br_mem_table[n - 1].in_kib)
     return (br_mem_table[n - 1].mib + 4) << 20; /* a margin past the table */
   for (k = 1; kib > br_mem_table[k].in_kib; k++)
@@ -707,6 +753,7 @@ int pc__enc_new(pc__enc_t **out, pc_format_t fmt, int level,
   if (e == NULL)
     return -ENOMEM;
   e->fmt = fmt;
+  e->level = level;
   e->spares = spares;
   switch (fmt) {
   case PC_GZ:
@@ -760,7 +807,8 @@ void pc__enc_free(pc__enc_t *e) {
       put_gz(e->spares, e->u.gz.z, e->u.gz.level);
     break;
   case PC_BR:
-    keeping = 1; /* its blocks to the run's spares, for the next file */
+    /* Its blocks to the run's spares, for the next file (see pc__spares). */
+    keeping = e->level >= 5 && e->level <= 9;
     BrotliEncoderDestroyInstance(e->u.br);
     keeping = 0;
     break;

@@ -18,6 +18,12 @@ typedef struct pc__spares pc__spares_t;
 int pc__spares_new(pc__spares_t **out, unsigned cap, int gz_level);
 void pc__spares_free(pc__spares_t *sp);
 
+/* Gives back the big blocks brotli encoders left for the next one (the
+ * run's loop calls it when a worker is idle): what it keeps is then only
+ * encoder states. Any thread; NULL is fine.
+ */
+void pc__spares_trim(pc__spares_t *sp);
+
 /* Creates an encoder for `fmt` at `level`, for an input of exactly
  * `in_size` bytes (brotli's size hint and zstd's pledged size depend on it,
  * and they shape the output, so the size must be right). zstd compresses

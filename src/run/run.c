@@ -17,6 +17,7 @@
  */
 #include "run/run.h"
 
+#include "codec/codec.h"
 #include "store/remote.h"
 
 #include "store/store.h"
@@ -145,6 +146,12 @@ static void after_work_cb(uv_work_t *req, int status) {
   }
   pc__run_progress(r);
   schedule(r);
+  /* A worker left idle (nothing it may start yet, or nothing left): the
+   * blocks brotli encoders kept for their next file are counted nowhere,
+   * so none stays beside the files that run.
+   */
+  if (r->run.free_slots != NULL)
+    pc__spares_trim(r->cfg.spares);
   maybe_finish(r);
 }
 

@@ -287,20 +287,24 @@ class MemoryLimit(PCTestCase):
         if not os.path.exists("/usr/bin/time"):
             self.skipTest("GNU time (Debian: time) is not installed")
 
-        def peak(root):
+        def peak(root, quality):
             p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", self.path("rss"), PROGRAM, "--json", "-j1",
-                                "--no-gzip", root], env=child_env(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=300)
+                                "--no-gzip", "--brotli-quality", str(quality), root], env=child_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=300)
             self.assertEqual(p.returncode, 0, p.stderr)
             with open(self.path("rss")) as f:
                 kib = int(f.read().split()[-1])
             return kib << 10, load_json_strict(p.stdout)["memory"]["peak_estimate"]
 
-        base, _ = peak(self.tree_of("empty", None))
-        for size in (300 << 10, 1200 << 10, 5000 << 10):
-            rss, est = peak(self.tree_of("one-%d" % size, size))
-            self.assertLessEqual(rss - base, est, "%d bytes: peak RSS %d KiB, an empty run's %d KiB" %
-                                 (size, rss >> 10, base >> 10))
+        base, _ = peak(self.tree_of("empty", None), 11)
+        # 11, the default (measured table); 9 and 5, hash tables of 32 and 2 MiB beside what
+        # grows with the input.
+        for quality in (11, 9, 5):
+            for size in (300 << 10, 1200 << 10, 5000 << 10):
+                root = self.tree_of("q%d-%d" % (quality, size), size)
+                rss, est = peak(root, quality)
+                self.assertLessEqual(rss - base, est, "q%d, %d bytes: peak RSS %d KiB, an empty run's %d KiB" %
+                                     (quality, size, rss >> 10, base >> 10))
 
     def tree_of(self, name, size):
         root = self.path(name)

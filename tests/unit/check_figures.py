@@ -295,6 +295,12 @@ for kib, label in ((256, r"256 KiB of input"), (1024, r"1 MB"), (2560, r"2\.5 MB
 check("brotli 10..11's largest estimate", "src/codec/codec.c (br_mem_table, its last row + 4)",
       lambda: br_table()[-1][1] + 4,
       [(REF, r"up to about (\d+) MiB from 8 MB on", g1)])
+check("brotli 0..9's estimate per input byte", "src/codec/codec.c (br_mem)",
+      lambda: int(code("src/codec/codec.c", r"\(level < 4 \? 2 : (\d+)\)")),
+      [(REF, r"plus 2 MiB and (\d+) times the input up to", g1)])
+check("brotli 0..9's estimate: the input counted up to", "src/codec/codec.c (br_mem)",
+      lambda: int(code("src/codec/codec.c", r"\(level < 4 \? 2 : \d+\) \*\s*\(in_size < \(\(uint64_t\)(\d+) << 20\)")),
+      [(REF, r"times the input up to (\d+) MiB \(", g1)])
 check("input slice", "src/work/work.h (PC__CHUNK)",
       lambda: define("src/work/work.h", "PC__CHUNK"),
       [(REF, r"twice a (\d+) KiB input slice", lambda m: size(m.group(1), "KiB")),
