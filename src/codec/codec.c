@@ -134,11 +134,11 @@ static void mem_free(void *opaque, void *q) {
  * the run's estimates do not count these blocks in:
  * - a block is kept only as its encoder is freed, never while one
  *   compresses (whose peak is what pc__enc_mem() counts);
- * - only from encoders of quality 5..9, whose first big request is their
- *   hash table (1 MiB and up): so the next encoder of the run (one quality
- *   for all) asks at once, and a worker whose request finds none gives
- *   back every block it left. A worker holds at most its last encoder's
- *   blocks, until its next one starts;
+ * - only from encoders of quality 5..9, which map a hash table of 1 MiB
+ *   and up for every file: a worker's next encoder (the run has one
+ *   quality) asks for a block as it starts, and a request that finds none
+ *   of its length gives back every block that worker left. A worker holds
+ *   at most its last encoder's blocks, until its next one starts;
  * - pc__spares_trim() gives back every block when a worker has nothing to
  *   do (the run's loop calls it), so an idle worker holds none while the
  *   others run, under a memory limit too;
@@ -299,7 +299,7 @@ void pc__spares_free(pc__spares_t *sp) {
   free(sp->gz);
 #if PC_HAVE_ZSTD
   for (k = 0; k < sp->nzst; k++)
-    ZSTD_freeCCtx(sp->zst[k]); /* its blocks come back to the list */
+    ZSTD_freeCCtx(sp->zst[k]);
   free(sp->zst);
 #endif
   for (k = 0; k < sp->nblk; k++)
