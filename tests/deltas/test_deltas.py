@@ -526,7 +526,7 @@ class Deltas(PCTestCase):
         os.chmod(os.path.join(r1, "css/site.css"), 0)
         # The file is the running user's own and readable by it alone, so that
         # its readers (that user) may read the predecessor by its bits (one
-        # they may not is never opened: "private", test_dict_safety.py): the
+        # they may not is never opened: "private", safety/test_earlier_release.py): the
         # open fails.
         os.chown(os.path.join(r2, "css/site.css"), 65534, 65534)
         os.chmod(os.path.join(r2, "css/site.css"), 0o600)
