@@ -182,32 +182,34 @@ static void drop_block(pc__spares_t *sp, unsigned k) {
  * giving back the blocks the calling worker left.
  */
 static void *take_block(pc__spares_t *sp, size_t len) {
-  block_t mine[8];
-  unsigned k, n = 0;
   uv_thread_t self;
-  void *p = NULL;
+  block_t mine;
+  unsigned k;
 
   if (sp == NULL)
     return NULL;
   self = uv_thread_self();
-  uv_mutex_lock(&sp->lock);
-  for (k = sp->nblk; k-- > 0;) /* newest first: its pages are warmest */
-    if (sp->blk[k].len == len) {
-      p = sp->blk[k].p;
-      drop_block(sp, k);
-      break;
-    }
-  if (p == NULL)
-    for (k = sp->nblk; k-- > 0;)
-      if (n < PC__ARRAY_SIZE(mine) &&
-          uv_thread_equal(&sp->blk[k].owner, &self)) {
-        mine[n++] = sp->blk[k];
+  for (;;) {
+    mine.p = NULL;
+    uv_mutex_lock(&sp->lock);
+    for (k = sp->nblk; k-- > 0;) /* newest first: its pages are warmest */
+      if (sp->blk[k].len == len) {
+        void *p = sp->blk[k].p;
         drop_block(sp, k);
+        uv_mutex_unlock(&sp->lock);
+        return p;
       }
-  uv_mutex_unlock(&sp->lock);
-  for (k = 0; k < n; k++)
-    munmap(mine[k].p, mine[k].len);
-  return p;
+    for (k = sp->nblk; k-- > 0;)
+      if (uv_thread_equal(&sp->blk[k].owner, &self)) {
+        mine = sp->blk[k];
+        drop_block(sp, k);
+        break;
+      }
+    uv_mutex_unlock(&sp->lock);
+    if (mine.p == NULL)
+      return NULL;
+    munmap(mine.p, mine.len); /* outside the lock, then look again */
+  }
 }
 
 /* Keeps the mapping p of len bytes for a later take_block(): 1, or 0 when
