@@ -551,8 +551,9 @@ static uint64_t br_mem(int level, uint64_t in_size) {
 
   /* No optimal parser: the hash table, and what grows with a metablock
    * (up to 16 MiB of input): measured, the process's peak RSS above an
-   * idle one on generated text of 64 KiB to 9 MB, at most 4.6 times the
-   * input at 4..9 (1.4 at 2) beside the hash table, and 2 MiB to spare.
+   * idle one on generated text of 64 KiB to 9 MB, beside the hash table,
+   * was at most 4.5 times the input at 4..9 and 2.5 times at 2 (1.5 from
+   * 5 MB on, where the 2 MiB to spare covers smaller inputs).
    */
   if (level < 10)
     return ((uint64_t)2 << 20) + br_hasher(level, in_size) +
